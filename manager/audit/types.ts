@@ -1,0 +1,68 @@
+/** The shape of the tamper-evident tool-call log (H1–H3), independent of the database driver. */
+
+/** What a caller hands to the log: one call of one skill, whatever its outcome (H1). */
+export interface AuditRecord {
+  sessionId: string;
+  /** The skill key as the caller gave it (may be unknown or empty). */
+  toolName: string;
+  /** Params as received; redacted by the log before storage. */
+  args: unknown;
+  /** The result envelope, or null when the call never ran; redacted by the log before storage. */
+  result: unknown;
+  /** "code: message" when the call failed or was refused; "" on success. Redacted too. */
+  error: string;
+  /** The targeted edge, "" when none. */
+  deviceId: string;
+  startedAt: Date;
+  finishedAt: Date;
+  durationMs: number;
+  /** "0" for the system (LLM) caller. */
+  callerUserId: string;
+  callerRole: string;
+  /** Gate decision: allow | ask | deny. */
+  decision: string;
+  decisionReason: string;
+  approvalId: string;
+  sopHash: string;
+}
+
+/** A stored row: the record plus its place in the hash chain. */
+export interface AuditRow extends AuditRecord {
+  seq: number;
+  prevHash: string;
+  rowHash: string;
+}
+
+/** Filters for listing rows (H3); all optional, combined with AND. */
+export interface AuditFilter {
+  since?: Date;
+  until?: Date;
+  toolName?: string;
+  edgeId?: string;
+  userId?: string;
+  sessionId?: string;
+  decision?: string;
+  /** Only rows with seq greater than this. */
+  afterSeq?: number;
+  /** Page size, default 100, at most 1000. */
+  limit?: number;
+}
+
+/** Result of recomputing the chain (H2). */
+export interface VerifyReport {
+  ok: boolean;
+  rowsChecked: number;
+  /** The first row whose hash or link does not match; 0 when ok. */
+  firstBrokenSeq: number;
+  reason: string;
+}
+
+/** The audit log as the manager uses it. */
+export interface AuditLog {
+  /** Appends one row (redacting args, result and error) and resolves once it is committed. */
+  append(record: AuditRecord): Promise<AuditRow>;
+  list(filter?: AuditFilter): Promise<AuditRow[]>;
+  verify(): Promise<VerifyReport>;
+  /** Waits for pending appends to commit. */
+  flush(): Promise<void>;
+}
