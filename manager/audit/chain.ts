@@ -1,0 +1,93 @@
+/** The hash chain of the audit log (H2): a canonical form of each row and the SHA-256 link to its predecessor. */
+import { createHash } from "node:crypto";
+
+/** prev_hash of the first row. */
+export const GENESIS_HASH = "0".repeat(64);
+
+/**
+ * What is hashed for one row: its seq and every recorded field. Text columns that are nullable in the
+ * table may be null when read back, and are hashed as null, so a row altered to NULL no longer matches.
+ */
+export interface ChainInput {
+  seq: number;
+  sessionId: string;
+  toolName: string;
+  args: unknown;
+  result: unknown;
+  error: string;
+  deviceId: string;
+  startedAt: Date;
+  finishedAt: Date;
+  durationMs: number;
+  callerUserId: string | null;
+  callerRole: string | null;
+  decision: string | null;
+  decisionReason: string | null;
+  approvalId: string | null;
+  sopHash: string | null;
+}
+
+/** sha256 hex of `prevHash + "\n" + canonicalJson(row)`; identical for a row rebuilt from jsonb. */
+export function rowHash(prevHash: string, row: ChainInput): string {
+  const content = {
+    seq: row.seq,
+    sessionId: row.sessionId,
+    toolName: row.toolName,
+    args: row.args ?? null,
+    result: row.result ?? null,
+    error: row.error,
+    deviceId: row.deviceId,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+    durationMs: row.durationMs,
+    callerUserId: row.callerUserId,
+    callerRole: row.callerRole,
+    decision: row.decision,
+    decisionReason: row.decisionReason,
+    approvalId: row.approvalId,
+    sopHash: row.sopHash,
+  };
+  return createHash("sha256").update(`${prevHash}\n${canonicalJson(content)}`, "utf8").digest("hex");
+}
+
+/**
+ * JSON with object keys sorted recursively (by UTF-16 code units) and dates as ISO strings with
+ * milliseconds, so the text depends only on the value, not on key order (jsonb reorders keys).
+ * Otherwise it follows JSON.stringify: undefined, functions and symbols are dropped from objects and
+ * become null in arrays; non-finite numbers become null; bigints become decimal strings.
+ */
+export function canonicalJson(value: unknown): string {
+  return encode(value) ?? "null";
+}
+
+function encode(value: unknown): string | undefined {
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value);
+    case "number":
+      return Number.isFinite(value) ? JSON.stringify(value) : "null";
+    case "boolean":
+      return value ? "true" : "false";
+    case "bigint":
+      return JSON.stringify(value.toString());
+    case "undefined":
+    case "function":
+    case "symbol":
+      return undefined;
+  }
+  if (value === null) return "null";
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new RangeError("canonicalJson: invalid Date");
+    return JSON.stringify(value.toISOString());
+  }
+  if (Array.isArray(value)) return `[${value.map((v) => encode(v) ?? "null").join(",")}]`;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === "function") return encode(toJSON.call(value));
+  const obj = value as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const key of Object.keys(obj).sort()) {
+    const v = encode(obj[key]);
+    if (v !== undefined) parts.push(`${JSON.stringify(key)}:${v}`);
+  }
+  return `{${parts.join(",")}}`;
+}

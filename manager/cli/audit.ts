@@ -1,0 +1,193 @@
+/** `ongrid audit list|verify|export`: read the tool-call log from the database or a running manager. */
+import { createWriteStream } from "node:fs";
+import { Command } from "commander";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { AuditFilter, AuditRow } from "../audit/types.ts";
+import { exportJsonLines } from "../audit/export.ts";
+import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
+import type { ToolCall } from "../../proto/gen/ongrid/v1/audit_service_pb.ts";
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+
+interface FilterFlags {
+  since?: string;
+  until?: string;
+  tool?: string;
+  edge?: string;
+  user?: string;
+  session?: string;
+  decision?: string;
+  limit?: string;
+  after?: string;
+}
+
+function withFilters(cmd: Command): Command {
+  return cmd
+    .option("--since <time>", "rows started at or after (ISO 8601, or a duration ago such as 1h)")
+    .option("--until <time>", "rows started before (ISO 8601, or a duration ago)")
+    .option("--tool <key>", "only this skill")
+    .option("--edge <id>", "only calls that targeted this edge")
+    .option("--user <id>", "only this caller")
+    .option("--session <id>", "only this session")
+    .option("--decision <d>", "only this gate decision (allow, ask, deny)");
+}
+
+function parseTime(flag: string, v: string | undefined): Date | undefined {
+  if (!v) return undefined;
+  const ago = /^(\d+)(s|m|h|d)$/.exec(v);
+  if (ago) return new Date(Date.now() - Number(ago[1]) * { s: 1e3, m: 6e4, h: 36e5, d: 864e5 }[ago[2] as "s"]);
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) flagError(flag, `"${v}" is neither an ISO 8601 time nor a duration like 1h`);
+  return d;
+}
+
+/** Flags → AuditFilter, refusing malformed values. */
+export function toFilter(f: FilterFlags): AuditFilter {
+  const limit = f.limit === undefined ? undefined : Number(f.limit);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000)) flagError("--limit", "must be an integer from 1 to 1000");
+  const after = f.after === undefined ? undefined : Number(f.after);
+  if (after !== undefined && (!Number.isInteger(after) || after < 0)) flagError("--after", "must be a non-negative integer");
+  return {
+    since: parseTime("--since", f.since),
+    until: parseTime("--until", f.until),
+    toolName: f.tool,
+    edgeId: f.edge,
+    userId: f.user,
+    sessionId: f.session,
+    decision: f.decision,
+    limit,
+    afterSeq: after,
+  };
+}
+
+function fromProto(t: ToolCall): AuditRow {
+  return {
+    seq: Number(t.seq),
+    sessionId: t.sessionId,
+    toolName: t.toolName,
+    args: t.args ? toJson(ValueSchema, t.args) : null,
+    result: t.result ? toJson(ValueSchema, t.result) : null,
+    error: t.error,
+    deviceId: t.deviceId,
+    startedAt: t.startedAt ? timestampDate(t.startedAt) : new Date(0),
+    finishedAt: t.finishedAt ? timestampDate(t.finishedAt) : new Date(0),
+    durationMs: t.durationMs,
+    callerUserId: t.callerUserId,
+    callerRole: t.callerRole,
+    decision: t.decision,
+    decisionReason: t.decisionReason,
+    approvalId: t.approvalId,
+    sopHash: t.sopHash,
+    prevHash: t.prevHash,
+    rowHash: t.rowHash,
+  };
+}
+
+async function remoteList(url: string, filter: AuditFilter): Promise<AuditRow[]> {
+  const res = await rpcClients(url).audit.listToolCalls({
+    since: filter.since ? timestampFromDate(filter.since) : undefined,
+    until: filter.until ? timestampFromDate(filter.until) : undefined,
+    toolName: filter.toolName ?? "",
+    edgeId: filter.edgeId ?? "",
+    userId: filter.userId ?? "",
+    sessionId: filter.sessionId ?? "",
+    decision: filter.decision ?? "",
+    afterSeq: BigInt(filter.afterSeq ?? 0),
+    limit: filter.limit ?? 0,
+  });
+  return res.toolCalls.map(fromProto);
+}
+
+/** One audit row as a JSON object with snake_case keys (the export format). */
+export function rowToJson(r: AuditRow): Record<string, unknown> {
+  return {
+    seq: r.seq,
+    session_id: r.sessionId,
+    tool_name: r.toolName,
+    args_json: r.args,
+    result_json: r.result,
+    error: r.error,
+    device_id: r.deviceId,
+    started_at: r.startedAt.toISOString(),
+    finished_at: r.finishedAt.toISOString(),
+    duration_ms: r.durationMs,
+    caller_user_id: r.callerUserId,
+    caller_role: r.callerRole,
+    decision: r.decision,
+    decision_reason: r.decisionReason,
+    approval_id: r.approvalId,
+    sop_hash: r.sopHash,
+    prev_hash: r.prevHash,
+    row_hash: r.rowHash,
+  };
+}
+
+/** Builds the `audit` command group. */
+export function auditCommand(): Command {
+  const cmd = new Command("audit").description("query, verify and export the tool-call audit log");
+
+  withFilters(withCoreOptions(cmd.command("list").description("list audit rows, oldest first")))
+    .option("--limit <n>", "rows per page (1-1000, default 100)")
+    .option("--after <seq>", "only rows after this seq (paging cursor)")
+    .option("--json", "print JSON")
+    .action(async (opts: FilterFlags & CoreOptions) => {
+      const filter = toFilter(opts);
+      const url = managerUrl(opts);
+      const rows = url ? await remoteList(url, filter) : await withCore(opts, (core) => core.audit.list(filter));
+      if (opts.json) {
+        console.log(JSON.stringify(rows.map(rowToJson), null, 2));
+        return;
+      }
+      printTable(
+        rows.map((r) => ({
+          seq: String(r.seq),
+          started: r.startedAt.toISOString(),
+          tool: r.toolName || "(none)",
+          edge: r.deviceId,
+          user: r.callerUserId,
+          decision: r.decision,
+          ms: String(r.durationMs),
+          outcome: r.error ? r.error.slice(0, 80) : "ok",
+        })),
+        ["seq", "started", "tool", "edge", "user", "decision", "ms", "outcome"],
+      );
+    });
+
+  withCoreOptions(cmd.command("verify").description("recompute the hash chain; exit 1 and name the first broken row if it does not hold"))
+    .option("--json", "print JSON")
+    .action(async (opts: CoreOptions) => {
+      const url = managerUrl(opts);
+      const report = url
+        ? await rpcClients(url)
+            .audit.verifyChain({})
+            .then((r) => ({ ok: r.ok, rowsChecked: Number(r.rowsChecked), firstBrokenSeq: Number(r.firstBrokenSeq), reason: r.reason }))
+        : await withCore(opts, (core) => core.audit.verify());
+      if (opts.json) console.log(JSON.stringify(report));
+      else if (report.ok) console.log(`audit chain intact: ${report.rowsChecked} rows checked`);
+      else console.log(`audit chain BROKEN at row ${report.firstBrokenSeq}: ${report.reason} (${report.rowsChecked} rows checked)`);
+      if (!report.ok) process.exitCode = 1;
+    });
+
+  withFilters(withCoreOptions(cmd.command("export").description("export rows as JSON lines, oldest first")))
+    .option("--out <file>", "write to this file instead of stdout")
+    .action(async (opts: FilterFlags & CoreOptions & { out?: string }) => {
+      const filter = toFilter(opts);
+      const out = opts.out ? createWriteStream(opts.out) : process.stdout;
+      const write = (line: string) =>
+        new Promise<void>((resolve, reject) => out.write(line + "\n", (err) => (err ? reject(err) : resolve())));
+      const url = managerUrl(opts);
+      if (url) {
+        let after = filter.afterSeq ?? 0;
+        for (;;) {
+          const rows = await remoteList(url, { ...filter, afterSeq: after, limit: 1000 });
+          for (const r of rows) await write(JSON.stringify(rowToJson(r)));
+          if (rows.length < 1000) break;
+          after = rows[rows.length - 1].seq;
+        }
+      } else {
+        await withCore(opts, (core) => exportJsonLines(core.audit, filter, write));
+      }
+      if (opts.out) await new Promise<void>((resolve) => (out as ReturnType<typeof createWriteStream>).end(resolve));
+    });
+  return cmd;
+}

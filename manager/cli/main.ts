@@ -1,0 +1,4 @@
+/** Entry point of the `ongrid` CLI. */
+import { runCli } from "./program.ts";
+
+await runCli(process.argv);

@@ -1,0 +1,83 @@
+/** The `ongrid` command line: the manager server, skills and audit commands. */
+import { Command, CommanderError } from "commander";
+import { OngridError } from "../../skill/errors.ts";
+import { ConnectError } from "@connectrpc/connect";
+import { loadConfig, configReference } from "../config/load.ts";
+import { startManager, MANAGER_VERSION } from "../main.ts";
+import { skillsCommand } from "./skills.ts";
+import { auditCommand } from "./audit.ts";
+
+function managerCommand(): Command {
+  return new Command("manager")
+    .description("run the manager: Connect, gRPC and gRPC-Web on one port, audit in PostgreSQL (PGlite when DATABASE_URL is unset)")
+    .option("--config <file>", "config file (YAML); also ONGRID_CONFIG")
+    .option("--host <addr>", "listen address (server.host)")
+    .option("--port <n>", "listen port (server.port)")
+    .option("--data <dir>", "data directory for the embedded database (data_dir)")
+    .option("--print-config-reference", "print every config key with its default and environment variable, then exit")
+    .action(async (opts) => {
+      if (opts.printConfigReference) {
+        for (const r of configReference()) console.log(`${r.key}\t${JSON.stringify(r.default)}\t${r.env}\t${r.description}`);
+        return;
+      }
+      const config = loadConfig({
+        file: opts.config,
+        overrides: { "server.host": opts.host, "server.port": opts.port, data_dir: opts.data },
+      });
+      const manager = await startManager(config);
+      console.log(`ongrid manager ${MANAGER_VERSION} listening on ${manager.url} (database: ${manager.database.kind}${manager.database.kind === "pglite" ? ` in ${config.data_dir}` : ""})`);
+      console.log(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`);
+      let stopping = false;
+      const stop = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        manager.log.info({ signal }, "shutting down");
+        await manager.close();
+        process.exit(0);
+      };
+      process.on("SIGINT", () => void stop("SIGINT"));
+      process.on("SIGTERM", () => void stop("SIGTERM"));
+    });
+}
+
+/** Builds the program (exported for tests). */
+export function buildProgram(): Command {
+  const program = new Command("ongrid")
+    .description("ongrid: a control plane for operations skills on a fleet of hosts")
+    .version(MANAGER_VERSION)
+    .showHelpAfterError()
+    .exitOverride();
+  program.addCommand(managerCommand());
+  program.addCommand(skillsCommand());
+  program.addCommand(auditCommand());
+  for (const c of program.commands) {
+    c.exitOverride();
+    for (const sub of c.commands) sub.exitOverride();
+  }
+  return program;
+}
+
+/** Runs the CLI; errors become one clear line on stderr and exit code 2 (usage/config) or 1. */
+export async function runCli(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (err instanceof OngridError) {
+      console.error(`ongrid: ${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`);
+      process.exitCode = err.code === "invalid_argument" ? 2 : 1;
+      return;
+    }
+    if (err instanceof ConnectError) {
+      console.error(`ongrid: manager answered ${err.code === undefined ? "" : err.name}: ${err.rawMessage}`);
+      process.exitCode = 1;
+      return;
+    }
+    console.error(`ongrid: ${(err as Error).message}`);
+    process.exitCode = 1;
+  }
+}
+

@@ -1,0 +1,153 @@
+/** `ongrid skills list|get|run|lint`. */
+import { Command } from "commander";
+import { toJson } from "@bufbuild/protobuf";
+import { MetadataSchema, SkillResultSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { parseDuration } from "../../skill/duration.ts";
+import { lintRegistry, formatFindings } from "../../skill/lint.ts";
+import { metadataToProto, resultToProto } from "../server/convert.ts";
+import { MANAGER_BUILTINS } from "../builtin/index.ts";
+import { createRegistry } from "../../skill/registry.ts";
+import { OngridError } from "../../skill/errors.ts";
+import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
+import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { classFromProto, scopeFromProto } from "../server/convert.ts";
+
+/** Turns `--param k=v` strings into typed params using the skill's JSON Schema. */
+export function coerceParams(pairs: string[], jsonSchema: { properties?: Record<string, { type?: string | string[] }> }): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf("=");
+    if (eq <= 0) flagError("--param", `"${pair}" must look like name=value`);
+    const name = pair.slice(0, eq);
+    const raw = pair.slice(eq + 1);
+    const t = jsonSchema.properties?.[name]?.type;
+    const type = Array.isArray(t) ? t[0] : t;
+    if ((type === "integer" || type === "number") && raw.trim() !== "" && !Number.isNaN(Number(raw))) out[name] = Number(raw);
+    else if (type === "boolean" && (raw === "true" || raw === "false")) out[name] = raw === "true";
+    else if (type === "array") out[name] = raw.startsWith("[") ? safeJson(raw, name) : raw === "" ? [] : raw.split(",");
+    else if (type === "object") out[name] = safeJson(raw, name);
+    else out[name] = raw;
+  }
+  return out;
+}
+
+function safeJson(raw: string, name: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return flagError("--param", `${name}: value is not valid JSON`);
+  }
+}
+
+function metaRow(m: Metadata): Record<string, string> {
+  return { key: m.key, scope: scopeFromProto(m.scope) ?? "", class: classFromProto(m.class) ?? "", category: m.category, name: m.name };
+}
+
+async function listMetadata(opts: CoreOptions & { scope?: string; class?: string; category?: string }): Promise<Metadata[]> {
+  const url = managerUrl(opts);
+  let skills: Metadata[];
+  if (url) {
+    skills = (await rpcClients(url).skills.listSkills({})).skills;
+  } else {
+    const registry = createRegistry();
+    for (const def of MANAGER_BUILTINS) registry.register(def);
+    skills = registry.list().map((s) => metadataToProto(s));
+  }
+  return skills.filter(
+    (m) =>
+      (!opts.scope || scopeFromProto(m.scope) === opts.scope) &&
+      (!opts.class || classFromProto(m.class) === opts.class) &&
+      (!opts.category || m.category === opts.category),
+  );
+}
+
+/** Builds the `skills` command group. */
+export function skillsCommand(): Command {
+  const cmd = new Command("skills").description("list, inspect, run and lint skills");
+
+  withCoreOptions(cmd.command("list").description("list the registered skills"))
+    .option("--scope <scope>", "only host or manager skills")
+    .option("--class <class>", "only safe, mutating or dangerous skills")
+    .option("--category <name>", "only skills in this category")
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const skills = await listMetadata(opts);
+      if (opts.json) console.log(JSON.stringify(skills.map((m) => toJson(MetadataSchema, m)), null, 2));
+      else printTable(skills.map(metaRow), ["key", "scope", "class", "category", "name"]);
+    });
+
+  withCoreOptions(cmd.command("get").description("show one skill with its parameter schema").argument("<key>"))
+    .option("--json", "print JSON")
+    .action(async (key: string, opts) => {
+      const m = (await listMetadata(opts)).find((s) => s.key === key);
+      if (!m) throw new OngridError("not_found", `unknown skill "${key}"`, "run `ongrid skills list`");
+      if (opts.json) console.log(JSON.stringify(toJson(MetadataSchema, m), null, 2));
+      else {
+        console.log(`${m.key} (${scopeFromProto(m.scope)}, ${classFromProto(m.class)}) — ${m.name}\n\n${m.description}\n`);
+        console.log(`params (JSON Schema):\n${JSON.stringify(JSON.parse(m.jsonSchema), null, 2)}`);
+      }
+    });
+
+  withCoreOptions(cmd.command("run").description("execute a skill; the call is audited").argument("<key>"))
+    .option("-p, --param <name=value>", "a parameter (repeatable); typed by the skill's schema", (v: string, acc: string[]) => [...acc, v], [])
+    .option("--params <json>", "all parameters as one JSON object (instead of --param)")
+    .option("--edge <id>", "edge to run a host skill on")
+    .option("--session <id>", "session id recorded in the audit row")
+    .option("--timeout <duration>", "deadline, e.g. 30s")
+    .option("--json", "print the result envelope as JSON")
+    .action(async (key: string, opts) => {
+      if (opts.params && opts.param.length) flagError("--params", "use either --params or --param, not both");
+      const timeoutMs = opts.timeout ? parseDuration(opts.timeout) : undefined;
+      const url = managerUrl(opts);
+      let envelope: Record<string, unknown>;
+      let seq: string;
+      if (url) {
+        const { skills } = rpcClients(url);
+        let paramsJson: string = opts.params ?? "{}";
+        if (!opts.params) {
+          const schema = await skills.getSkill({ key }).then((r) => JSON.parse(r.skill?.jsonSchema || "{}")).catch(() => ({}));
+          paramsJson = JSON.stringify(coerceParams(opts.param, schema));
+        }
+        const res = await skills.executeSkill({ key, input: { case: "paramsJson", value: paramsJson }, edgeId: opts.edge ?? "", sessionId: opts.session ?? "", timeoutMs: timeoutMs ?? 0 });
+        envelope = toJson(SkillResultSchema, res.result!, { alwaysEmitImplicit: true }) as Record<string, unknown>;
+        seq = String(res.auditSeq);
+      } else {
+        const out = await withCore(opts, async (core) => {
+          const skill = core.registry.get(key);
+          return core.dispatcher.execute({
+            key,
+            paramsJson: opts.params ?? JSON.stringify(coerceParams(opts.param, (skill?.jsonSchema ?? {}) as never)),
+            edgeId: opts.edge,
+            sessionId: opts.session,
+            timeoutMs,
+            caller: { userId: `cli:${process.env.USER ?? "local"}`, role: "admin" },
+          });
+        });
+        envelope = toJson(SkillResultSchema, resultToProto(out.result), { alwaysEmitImplicit: true }) as Record<string, unknown>;
+        seq = String(out.auditSeq);
+      }
+      if (opts.json) console.log(JSON.stringify({ ...envelope, audit_seq: seq }, null, 2));
+      else {
+        console.log(JSON.stringify(envelope.output ?? null, null, 2));
+        const err = envelope.error as { code: string; message: string; hint: string } | undefined;
+        if (err && !envelope.success) console.error(`error ${err.code}: ${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`);
+        console.error(`(${envelope.durationMs ?? 0} ms${envelope.truncated ? ", truncated" : ""}, audit row ${seq})`);
+      }
+      if (!envelope.success) process.exitCode = 1;
+    });
+
+  cmd
+    .command("lint")
+    .description("check every registered skill against the ACI new-tool checklist")
+    .option("--json", "print findings as JSON")
+    .action(async (opts) => {
+      const registry = createRegistry();
+      for (const def of MANAGER_BUILTINS) registry.register(def);
+      const findings = lintRegistry(MANAGER_BUILTINS);
+      if (opts.json) console.log(JSON.stringify(findings, null, 2));
+      else console.log(findings.length ? formatFindings(findings) : `${registry.size} skills checked, no findings`);
+      if (findings.some((f) => f.severity === "error")) process.exitCode = 1;
+    });
+  return cmd;
+}
+

@@ -1,0 +1,146 @@
+/** Loads the manager configuration: defaults < config file < environment < command-line flags, refused at start naming the key. */
+import { readFileSync } from "node:fs";
+import { Ajv, type ErrorObject } from "ajv";
+import { parse as parseYaml } from "yaml";
+import { OngridError } from "../../skill/errors.ts";
+import { parseDuration, DURATION_PATTERN } from "../../skill/duration.ts";
+import { CONFIG_SCHEMA, type ManagerConfig } from "./schema.ts";
+
+/** Where configuration comes from. */
+export interface LoadConfigOptions {
+  /** YAML (or JSON) config file; also taken from ONGRID_CONFIG. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Values from command-line flags, by dotted key (e.g. "server.port"). */
+  overrides?: Record<string, unknown>;
+}
+
+interface Leaf {
+  path: string[];
+  type: string;
+  env?: string;
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
+ajv.addKeyword({ keyword: "env", schemaType: "string" });
+ajv.addFormat("duration", DURATION_PATTERN);
+const validate = ajv.compile(CONFIG_SCHEMA);
+
+function leaves(schema: any, path: string[] = []): Leaf[] {
+  if (schema.type === "object") {
+    return Object.entries(schema.properties).flatMap(([k, s]) => leaves(s, [...path, k]));
+  }
+  return [{ path, type: schema.type, env: schema.env }];
+}
+const LEAVES = leaves(CONFIG_SCHEMA);
+
+function setPath(obj: Record<string, any>, path: string[], value: unknown): void {
+  let cur = obj;
+  for (const p of path.slice(0, -1)) {
+    if (typeof cur[p] !== "object" || cur[p] === null || Array.isArray(cur[p])) cur[p] = {};
+    cur = cur[p];
+  }
+  cur[path[path.length - 1]] = value;
+}
+
+function coerce(leaf: Leaf, raw: string, source: string): unknown {
+  if (leaf.type !== "integer") return raw;
+  if (!/^-?\d+$/.test(raw.trim())) {
+    throw new OngridError("invalid_argument", `invalid config: ${leaf.path.join(".")}: must be integer (rule: type; set by ${source}, got "${raw}")`);
+  }
+  return Number(raw.trim());
+}
+
+function readFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new OngridError("invalid_argument", `config file ${file}: cannot read it: ${(err as Error).message}`, "check --config / ONGRID_CONFIG");
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new OngridError("invalid_argument", `config file ${file}: not valid YAML: ${(err as Error).message}`);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== "object" || Array.isArray(doc)) {
+    throw new OngridError("invalid_argument", `config file ${file}: must be a mapping of keys to values`);
+  }
+  return doc as Record<string, unknown>;
+}
+
+function describe(err: ErrorObject, sources: Map<string, string>): string {
+  let key = err.instancePath.split("/").filter(Boolean).join(".");
+  let what = err.message ?? "is invalid";
+  if (err.keyword === "additionalProperties") {
+    key = [key, (err.params as { additionalProperty: string }).additionalProperty].filter(Boolean).join(".");
+    what = "is not a known key";
+  } else if (err.keyword === "enum") {
+    what = `must be one of ${(err.params as { allowedValues: string[] }).allowedValues.join(", ")}`;
+  }
+  const source = sources.get(key) ?? [...sources.entries()].find(([k]) => k.startsWith(key + "."))?.[1];
+  return `${key || "(root)"}: ${what} (rule: ${err.keyword}${source ? `; set by ${source}` : ""})`;
+}
+
+/** Builds and validates the configuration; throws OngridError("invalid_argument") naming every bad key. */
+export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
+  const env = opts.env ?? process.env;
+  const sources = new Map<string, string>();
+  const file = opts.file ?? (env.ONGRID_CONFIG || undefined);
+  const doc: Record<string, any> = file ? readFile(file) : {};
+  if (file) {
+    const mark = (o: any, p: string[]) => {
+      if (o && typeof o === "object" && !Array.isArray(o)) for (const [k, v] of Object.entries(o)) mark(v, [...p, k]);
+      else sources.set(p.join("."), `file ${file}`);
+    };
+    mark(doc, []);
+  }
+  for (const leaf of LEAVES) {
+    const raw = leaf.env ? env[leaf.env] : undefined;
+    if (raw === undefined || raw === "") continue;
+    setPath(doc, leaf.path, coerce(leaf, raw, leaf.env!));
+    sources.set(leaf.path.join("."), leaf.env!);
+  }
+  for (const [key, value] of Object.entries(opts.overrides ?? {})) {
+    if (value === undefined) continue;
+    const leaf = LEAVES.find((l) => l.path.join(".") === key);
+    if (!leaf) throw new OngridError("internal", `unknown config override ${key}`);
+    setPath(doc, leaf.path, typeof value === "string" ? coerce(leaf, value, `flag for ${key}`) : value);
+    sources.set(key, `command-line flag`);
+  }
+  for (const section of ["server", "skills"]) if (doc[section] === undefined) doc[section] = {};
+  if (doc.skills && typeof doc.skills === "object" && doc.skills.web_search === undefined) doc.skills.web_search = {};
+  if (!validate(doc)) {
+    const lines = (validate.errors ?? []).map((e) => describe(e, sources));
+    throw new OngridError("invalid_argument", `invalid config:\n  ${[...new Set(lines)].join("\n  ")}`, "see docs/config.md for every key");
+  }
+  const cfg = doc as unknown as ManagerConfig;
+  checkRelations(cfg, sources);
+  return cfg;
+}
+
+function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void {
+  const bad = (key: string, msg: string) => {
+    const src = sources.get(key);
+    throw new OngridError("invalid_argument", `invalid config:\n  ${key}: ${msg}${src ? ` (set by ${src})` : ""}`, "see docs/config.md for every key");
+  };
+  if (Boolean(cfg.server.tls_cert) !== Boolean(cfg.server.tls_key)) {
+    bad(cfg.server.tls_cert ? "server.tls_key" : "server.tls_cert", "tls_cert and tls_key must be set together");
+  }
+  if (parseDuration(cfg.skills.default_timeout) > parseDuration(cfg.skills.max_timeout)) {
+    bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout})`);
+  }
+}
+
+/** Lists every key with its default and environment variable, for docs and `--help`. */
+export function configReference(): Array<{ key: string; type: string; default: unknown; env: string; description: string }> {
+  const out: Array<{ key: string; type: string; default: unknown; env: string; description: string }> = [];
+  const walk = (s: any, p: string[]) => {
+    if (s.type === "object") for (const [k, v] of Object.entries(s.properties)) walk(v, [...p, k]);
+    else out.push({ key: p.join("."), type: s.format ?? s.type, default: s.default, env: s.env ?? "", description: s.description });
+  };
+  walk(CONFIG_SCHEMA, []);
+  return out;
+}

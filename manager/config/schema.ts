@@ -1,0 +1,55 @@
+/** The manager's configuration: one JSON Schema that is both the validator and the documentation (docs/config.md). */
+
+/** Every config key, its type, default and the environment variable that overrides it. */
+export const CONFIG_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    server: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        host: { type: "string", minLength: 1, default: "127.0.0.1", description: "Address to listen on.", env: "ONGRID_HOST" },
+        port: { type: "integer", minimum: 0, maximum: 65535, default: 7070, description: "Port for Connect, gRPC, gRPC-Web and the console (0 picks a free port).", env: "ONGRID_PORT" },
+        tls_cert: { type: "string", default: "", description: "PEM certificate file; with tls_key, serves TLS (HTTP/2 and HTTP/1.1 by ALPN).", env: "ONGRID_TLS_CERT" },
+        tls_key: { type: "string", default: "", description: "PEM private key file for tls_cert.", env: "ONGRID_TLS_KEY" },
+        max_request_bytes: { type: "integer", minimum: 1024, maximum: 268435456, default: 1048576, description: "Largest accepted request message; bigger ones are refused with RESOURCE_EXHAUSTED.", env: "ONGRID_MAX_REQUEST_BYTES" },
+      },
+    },
+    data_dir: { type: "string", minLength: 1, default: "./data", description: "Directory for the embedded PGlite database (used when database_url is empty).", env: "ONGRID_DATA_DIR" },
+    database_url: { type: "string", default: "", pattern: "^$|^postgres(ql)?://", description: "PostgreSQL URL (postgres://user:pass@host:port/db); empty uses embedded PGlite in data_dir.", env: "DATABASE_URL" },
+    log_level: { type: "string", enum: ["trace", "debug", "info", "warn", "error", "fatal", "silent"], default: "info", description: "Log level (logs are JSON lines on stderr).", env: "ONGRID_LOG_LEVEL" },
+    skills: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        default_timeout: { type: "string", default: "30s", description: "Deadline of a call that names none (duration: 500ms, 30s, 5m, 1h).", env: "ONGRID_SKILL_TIMEOUT", format: "duration" },
+        max_timeout: { type: "string", default: "10m", description: "Largest deadline a caller may ask for.", env: "ONGRID_SKILL_MAX_TIMEOUT", format: "duration" },
+        output_cap_bytes: { type: "integer", minimum: 256, maximum: 67108864, default: 65536, description: "Outputs larger than this (as JSON, in bytes) are truncated with a marker.", env: "ONGRID_OUTPUT_CAP_BYTES" },
+        web_search: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            url: { type: "string", default: "http://127.0.0.1:8888/search", pattern: "^$|^https?://", description: "SearXNG-compatible JSON search endpoint; empty disables web_search.", env: "ONGRID_WEB_SEARCH_URL" },
+            timeout: { type: "string", default: "10s", description: "Deadline of one search request.", env: "ONGRID_WEB_SEARCH_TIMEOUT", format: "duration" },
+            max_results: { type: "integer", minimum: 1, maximum: 50, default: 10, description: "Upper bound on results returned per query.", env: "ONGRID_WEB_SEARCH_MAX_RESULTS" },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+/** The validated configuration. */
+export interface ManagerConfig {
+  server: { host: string; port: number; tls_cert: string; tls_key: string; max_request_bytes: number };
+  data_dir: string;
+  database_url: string;
+  log_level: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+  skills: {
+    default_timeout: string;
+    max_timeout: string;
+    output_cap_bytes: number;
+    web_search: { url: string; timeout: string; max_results: number };
+  };
+}

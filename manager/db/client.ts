@@ -1,0 +1,193 @@
+/** Opens the manager's database (B5): PostgreSQL when DATABASE_URL is set, embedded PGlite otherwise; migrations applied at open. */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import type { Logger } from "pino";
+import postgres from "postgres";
+import { OngridError } from "../../skill/errors.ts";
+import { acquireLock, type DirLock } from "./lock.ts";
+import * as schema from "./schema/index.ts";
+
+/** The tables the drizzle instance is typed with. */
+export type Schema = typeof schema;
+/** A drizzle database over either driver; code above this layer never needs to know which. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+/** The subset of a pino logger the storage layer uses. */
+export type DbLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
+
+/** An open database and how to close it. */
+export interface Database {
+  db: Db;
+  kind: "pglite" | "postgres";
+  /** Closes connections (and releases the PGlite lock); safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Where the database lives and how to report on it. */
+export interface OpenDatabaseOptions {
+  /** postgres:// URL; when absent, embedded PGlite in `<dataDir>/pglite`. */
+  databaseUrl?: string;
+  dataDir: string;
+  log?: DbLogger;
+  /** Size of the postgres-js pool (default 10). */
+  poolSize?: number;
+  /** Override for the committed migrations (default: `migrations/` beside this file). */
+  migrationsFolder?: string;
+}
+
+/** The committed drizzle-kit output, resolved from this module so the cwd does not matter. */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL("./migrations", import.meta.url));
+
+/** Session-level advisory lock that serialises migrations when several managers start on one PostgreSQL. */
+const MIGRATION_LOCK_KEY = 7_236_120_001n;
+
+/** Opens the configured database, applies pending migrations, and returns it ready for use. */
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
+  const url = options.databaseUrl?.trim();
+  return url ? openPostgres(url, options, migrationsFolder) : openPglite(options, migrationsFolder);
+}
+
+async function openPglite(options: OpenDatabaseOptions, migrationsFolder: string): Promise<Database> {
+  const dir = join(options.dataDir, "pglite");
+  await mkdir(dir, { recursive: true });
+  const lock: DirLock = await acquireLock(join(options.dataDir, "ongrid.lock"), `the data directory ${options.dataDir}`);
+  let client: PGlite | undefined;
+  try {
+    client = new PGlite(dir);
+    await client.waitReady;
+    const db = drizzlePglite({ client, schema });
+    await migratePglite(db, { migrationsFolder });
+    options.log?.info({ dataDir: dir }, "database: embedded PGlite ready");
+    let closed = false;
+    const pg = client;
+    return {
+      db: db as unknown as Db,
+      kind: "pglite",
+      async close() {
+        if (closed) return;
+        closed = true;
+        try {
+          if (!pg.closed) await pg.close();
+        } finally {
+          await lock.release();
+        }
+      },
+    };
+  } catch (err) {
+    if (client && !client.closed) await client.close().catch(() => undefined);
+    await lock.release();
+    throw new OngridError(
+      "unavailable",
+      `cannot open the embedded PGlite database in ${dir}: ${errorText(err)}`,
+      "check that the data directory is writable and not damaged, or set DATABASE_URL to use PostgreSQL",
+    );
+  }
+}
+
+async function openPostgres(url: string, options: OpenDatabaseOptions, migrationsFolder: string): Promise<Database> {
+  const shown = describeUrl(url);
+  const secrets = urlSecrets(url);
+  const onnotice = (n: postgres.Notice) => options.log?.debug({ notice: n.message }, "database notice");
+  const connectionOptions = { connect_timeout: 10, onnotice, connection: { application_name: "ongrid-manager" } };
+  const fail = (err: unknown) =>
+    new OngridError(
+      "unavailable",
+      `cannot connect to DATABASE_URL ${shown}: ${scrub(errorText(err), secrets)}`,
+      "check that PostgreSQL is running and reachable and that the URL's user, password and database are right",
+    );
+
+  // Migrations run on one dedicated connection holding a session advisory lock, so that managers
+  // starting together against one server apply each migration exactly once.
+  const migrator = postgres(url, { ...connectionOptions, max: 1 });
+  try {
+    await migrator.unsafe(`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
+  } catch (err) {
+    await migrator.end({ timeout: 1 }).catch(() => undefined);
+    throw fail(err);
+  }
+  try {
+    await migratePostgres(drizzlePostgres({ client: migrator }), { migrationsFolder });
+  } catch (err) {
+    throw new OngridError(
+      "internal",
+      `cannot apply database migrations on ${shown}: ${scrub(errorText(err), secrets)}`,
+      "check that the database user may create tables and schemas",
+    );
+  } finally {
+    await migrator.end({ timeout: 5 }).catch(() => undefined); // ending the session releases the lock
+  }
+
+  const client = postgres(url, { ...connectionOptions, max: options.poolSize ?? 10, idle_timeout: 60, max_lifetime: 30 * 60 });
+  try {
+    await client`select 1`;
+  } catch (err) {
+    await client.end({ timeout: 1 }).catch(() => undefined);
+    throw fail(err);
+  }
+  options.log?.info({ database: shown }, "database: PostgreSQL ready");
+  const db = drizzlePostgres({ client, schema });
+  let closed = false;
+  return {
+    db: db as unknown as Db,
+    kind: "postgres",
+    async close() {
+      if (closed) return;
+      closed = true;
+      await client.end({ timeout: 5 });
+    },
+  };
+}
+
+/** `postgres://user@host:port/db` — the URL as it may be shown: no password, no query string. */
+export function describeUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return "(not a valid URL)";
+  }
+  const user = u.username ? `${decodeURIComponent(u.username)}@` : "";
+  const port = u.port ? `:${u.port}` : "";
+  return `${u.protocol}//${user}${u.hostname}${port}${u.pathname}`;
+}
+
+/** The password of a URL in every spelling it might be echoed in, so messages can be scrubbed of it. */
+function urlSecrets(url: string): string[] {
+  try {
+    const u = new URL(url);
+    if (!u.password) return [];
+    return [...new Set([u.password, decodeURIComponent(u.password)])].filter((s) => s.length > 0);
+  } catch {
+    return [];
+  }
+}
+
+function scrub(text: string, secrets: string[]): string {
+  let out = text;
+  for (const s of secrets) out = out.split(s).join("***");
+  return out;
+}
+
+/** The most specific message an error carries (drizzle wraps driver errors in `cause`). */
+function errorText(err: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (e instanceof AggregateError && e.errors.length > 0) e = e.errors[0];
+    const msg = e instanceof Error ? e.message : String(e);
+    const code = (e as { code?: unknown }).code;
+    const text = msg || (typeof code === "string" ? code : "");
+    if (text && !parts.some((p) => p.includes(text))) parts.push(text);
+    e = (e as { cause?: unknown }).cause;
+  }
+  // Drizzle's "Failed query: <sql>" wrapper says less than the driver's reason underneath it.
+  const useful = parts.filter((p) => !p.startsWith("Failed query:"));
+  return (useful.length > 0 ? useful : parts).join(": ") || "unknown error";
+}

@@ -1,0 +1,76 @@
+/** An exclusive pid lock file, so two processes never open the same PGlite data directory. */
+import { link, readFile, unlink, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { OngridError } from "../../skill/errors.ts";
+
+/** Lock files this process holds, so a lock naming our own pid is told apart from a stale one left by a previous life. */
+const heldHere = new Set<string>();
+
+/** A held lock; release() removes the file if it is still ours. */
+export interface DirLock {
+  readonly path: string;
+  release(): Promise<void>;
+}
+
+/** Whether a process with this pid exists (EPERM means it does, but belongs to someone else). */
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Takes `path` exclusively, writing our pid into it. A lock whose pid is not alive (or is our own pid
+ * but not held by this process, as after a container restart) is stale and taken over.
+ */
+export async function acquireLock(path: string, what: string): Promise<DirLock> {
+  if (heldHere.has(path)) throw heldError(path, process.pid, what);
+  const token = `${process.pid}\n`;
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  await writeFile(tmp, token, { mode: 0o644 });
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await link(tmp, path); // atomic create-with-content: fails with EEXIST when the lock exists
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 3) throw err;
+      }
+      const text = await readFile(path, "utf8").catch(() => "");
+      const pid = Number.parseInt(text.trim(), 10);
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) {
+        throw heldError(path, pid, what);
+      }
+      // Stale (dead pid, our own pid from a previous life, or garbage): remove and retry.
+      await unlink(path).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== "ENOENT") throw e;
+      });
+    }
+  } finally {
+    await unlink(tmp).catch(() => undefined);
+  }
+  heldHere.add(path);
+  let released = false;
+  return {
+    path,
+    async release() {
+      if (released) return;
+      released = true;
+      heldHere.delete(path);
+      const text = await readFile(path, "utf8").catch(() => "");
+      if (text === token) await unlink(path).catch(() => undefined);
+    },
+  };
+}
+
+function heldError(path: string, pid: number, what: string): OngridError {
+  return new OngridError(
+    "failed_precondition",
+    `${what} is in use by another ongrid process (pid ${pid}, lock file ${path}): ` +
+      `stop that process, or use --manager URL to work through the running manager`,
+    `if no process with pid ${pid} is running, delete ${path}`,
+  );
+}

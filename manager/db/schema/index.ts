@@ -1,0 +1,2 @@
+/** Every table of the manager's database; drizzle-kit and the client read the schema from here. */
+export * from "./tool-calls.ts";

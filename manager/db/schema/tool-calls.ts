@@ -1,0 +1,40 @@
+/** The audit aggregate: one row per tool call (H1), hash-chained by seq (H2). */
+import { bigint, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+/** Every call of every skill, whatever its outcome; seq is assigned by the audit writer, never by a sequence. */
+export const toolCalls = pgTable(
+  "tool_calls",
+  {
+    seq: bigint("seq", { mode: "number" }).primaryKey(),
+    sessionId: text("session_id").notNull().default(""),
+    toolName: text("tool_name").notNull(),
+    argsJson: jsonb("args_json"),
+    resultJson: jsonb("result_json"),
+    error: text("error").notNull().default(""),
+    deviceId: text("device_id").notNull().default(""),
+    startedAt: timestamp("started_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
+    finishedAt: timestamp("finished_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
+    durationMs: integer("duration_ms").notNull().default(0),
+    callerUserId: text("caller_user_id"),
+    callerRole: text("caller_role"),
+    decision: text("decision"),
+    decisionReason: text("decision_reason"),
+    approvalId: text("approval_id").default(""),
+    sopHash: text("sop_hash").default(""),
+    prevHash: text("prev_hash").notNull(),
+    rowHash: text("row_hash").notNull(),
+  },
+  (t) => [
+    index("tool_calls_started_at_idx").on(t.startedAt),
+    index("tool_calls_tool_name_idx").on(t.toolName, t.seq),
+    index("tool_calls_device_id_idx").on(t.deviceId, t.seq),
+    index("tool_calls_caller_user_id_idx").on(t.callerUserId, t.seq),
+    index("tool_calls_session_id_idx").on(t.sessionId, t.seq),
+    index("tool_calls_decision_idx").on(t.decision, t.seq),
+  ],
+);
+
+/** A tool_calls row as drizzle reads it. */
+export type ToolCallRow = typeof toolCalls.$inferSelect;
+/** A tool_calls row as the audit writer inserts it. */
+export type NewToolCallRow = typeof toolCalls.$inferInsert;

@@ -1,0 +1,187 @@
+/** Dispatch (B3): the one path every execution takes — resolve, validate, gate, run, audit — whatever the surface. */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { OngridError } from "../../skill/errors.ts";
+import { parseDuration } from "../../skill/duration.ts";
+import { validateParams } from "../../skill/validate.ts";
+import { effectiveClass, type SkillRegistry } from "../../skill/registry.ts";
+import { runSkill } from "../../skill/run.ts";
+import type { ResultEnvelope, Skill } from "../../skill/types.ts";
+import type { AuditLog } from "../audit/types.ts";
+import type { ManagerConfig } from "../config/schema.ts";
+
+/** Who is calling; "0"/"system" is the LLM caller (G1). */
+export interface Caller {
+  userId: string;
+  role: string;
+}
+
+/** One request to execute a skill, as every surface (RPC, CLI, later the LLM bridge) hands it over. */
+export interface ExecuteInput {
+  key: string;
+  /** Params as a JSON value; ignored when paramsJson is set. */
+  params?: unknown;
+  /** Params as JSON text (parsed here so a malformed document is refused and audited). */
+  paramsJson?: string;
+  edgeId?: string;
+  sessionId?: string;
+  timeoutMs?: number;
+  caller: Caller;
+  signal?: AbortSignal;
+}
+
+/** The envelope plus the audit row it produced. */
+export interface ExecuteOutput {
+  result: ResultEnvelope;
+  auditSeq: number;
+}
+
+/** An OngridError that also carries the audit row written for the refused call. */
+export class AuditedError extends OngridError {
+  readonly auditSeq: number;
+  constructor(err: OngridError, auditSeq: number) {
+    super(err.code, err.message, err.hint);
+    this.auditSeq = auditSeq;
+  }
+}
+
+/** What the dispatcher needs. */
+export interface DispatcherDeps {
+  registry: SkillRegistry;
+  audit: AuditLog;
+  config: ManagerConfig;
+  log: Logger;
+}
+
+/** Creates the dispatcher: one row per call, on every outcome. */
+export function createDispatcher(deps: DispatcherDeps) {
+  const { registry, audit, config, log } = deps;
+  const defaultTimeout = parseDuration(config.skills.default_timeout);
+  const maxTimeout = parseDuration(config.skills.max_timeout);
+
+  function resolveTimeout(requested: number | undefined): number {
+    if (!requested) return defaultTimeout;
+    if (requested > maxTimeout) {
+      throw new OngridError(
+        "invalid_argument",
+        `timeout_ms: must be <= ${maxTimeout} (rule: maximum; skills.max_timeout is ${config.skills.max_timeout})`,
+        "ask for a shorter deadline or raise skills.max_timeout",
+      );
+    }
+    return requested;
+  }
+
+  function parseParams(input: ExecuteInput): unknown {
+    if (input.paramsJson === undefined) return input.params ?? {};
+    if (input.paramsJson.trim() === "") return {};
+    try {
+      return JSON.parse(input.paramsJson);
+    } catch (err) {
+      throw new OngridError(
+        "invalid_argument",
+        `params_json: is not valid JSON (rule: json): ${(err as Error).message}`,
+        "send the params as a JSON object, e.g. {\"query\": \"nginx 502\"}",
+      );
+    }
+  }
+
+  function resolveSkill(input: ExecuteInput): Skill {
+    if (!input.key) throw new OngridError("invalid_argument", "key: is required (rule: required)", "name a skill; ListSkills shows the keys");
+    const skill = registry.get(input.key);
+    if (!skill) {
+      throw new OngridError("not_found", `unknown skill "${input.key}"`, "call ListSkills to see the available keys");
+    }
+    if (skill.meta.scope === "manager" && input.edgeId) {
+      throw new OngridError(
+        "invalid_argument",
+        `edge_id: must be empty for the manager-scope skill "${skill.meta.key}" (rule: scope)`,
+        "leave edge_id out; this skill runs inside the manager",
+      );
+    }
+    if (skill.meta.scope === "host") {
+      throw new OngridError(
+        "unavailable",
+        `skill "${skill.meta.key}" runs on edges and no edge tunnel serves it on this manager`,
+        "connect an edge that offers this skill and pass its edge_id",
+      );
+    }
+    return skill;
+  }
+
+  /** Runs one call end to end; throws AuditedError for refusals, returns the envelope otherwise. */
+  async function execute(input: ExecuteInput): Promise<ExecuteOutput> {
+    const startedAt = new Date();
+    const callId = randomUUID();
+    let args: unknown = input.paramsJson ?? input.params ?? {};
+    let decision = "";
+    let decisionReason = "";
+    const base = () => ({
+      sessionId: input.sessionId ?? "",
+      toolName: input.key,
+      args,
+      deviceId: input.edgeId ?? "",
+      startedAt,
+      callerUserId: input.caller.userId,
+      callerRole: input.caller.role,
+      approvalId: "",
+      sopHash: "",
+    });
+    let result: ResultEnvelope;
+    try {
+      const raw = parseParams(input);
+      args = raw;
+      const skill = resolveSkill(input);
+      const params = validateParams(skill, raw);
+      const timeoutMs = resolveTimeout(input.timeoutMs);
+      const cls = effectiveClass(skill, params);
+      if (cls !== "safe") {
+        decision = "deny";
+        decisionReason = `approval_required: effective class ${cls}`;
+        throw new OngridError(
+          "permission_denied",
+          `approval required: "${skill.meta.key}" is ${cls} for these params and the approval workflow is not available`,
+          "only safe calls run until approvals are enabled",
+        );
+      }
+      decision = "allow";
+      decisionReason = "safe";
+      result = await runSkill(skill, params, {
+        callId,
+        timeoutMs,
+        outputCapBytes: config.skills.output_cap_bytes,
+        log: log.child({ skill: skill.meta.key, call_id: callId }),
+        settings: (config.skills as Record<string, unknown>)[skill.meta.key] as Record<string, unknown> | undefined,
+        signal: input.signal,
+      });
+    } catch (err) {
+      const e = err instanceof OngridError ? err : new OngridError("internal", (err as Error).message ?? String(err));
+      const finishedAt = new Date();
+      const row = await audit.append({
+        ...base(),
+        result: null,
+        error: `${e.code}: ${e.message}`,
+        finishedAt,
+        durationMs: finishedAt.getTime() - startedAt.getTime(),
+        decision,
+        decisionReason,
+      });
+      throw new AuditedError(e, row.seq);
+    }
+    const finishedAt = new Date();
+    const row = await audit.append({
+      ...base(),
+      result,
+      error: result.success ? "" : `${result.error?.code}: ${result.error?.message}`,
+      finishedAt,
+      durationMs: finishedAt.getTime() - startedAt.getTime(),
+      decision,
+      decisionReason,
+    });
+    return { result, auditSeq: row.seq };
+  }
+
+  return { execute };
+}
+
+/** The dispatcher's interface, for the RPC services and the CLI. */
+export type Dispatcher = ReturnType<typeof createDispatcher>;

@@ -1,0 +1,97 @@
+/** Assembles a manager: configuration → database → audit log → registry → dispatcher → one port. */
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Interceptor } from "@connectrpc/connect";
+import pino, { type Logger } from "pino";
+import { createRegistry, type SkillRegistry } from "../skill/registry.ts";
+import { openDatabase, type Database } from "./db/client.ts";
+import { createAuditLog } from "./audit/log.ts";
+import type { AuditLog } from "./audit/types.ts";
+import type { ManagerConfig } from "./config/schema.ts";
+import { MANAGER_BUILTINS } from "./builtin/index.ts";
+import { createDispatcher, type Dispatcher } from "./dispatch/dispatch.ts";
+import { listen, type DualHandler } from "./server/listen.ts";
+import { routes } from "./server/routes.ts";
+import { toConnectError } from "./server/errors.ts";
+import { auditUndecoded, markDecoded, requestContextValues } from "./server/undecoded-audit.ts";
+
+/** The manager's version, reported to edges and in logs. */
+export const MANAGER_VERSION = "0.1.0";
+
+/** A running manager. */
+export interface Manager {
+  url: string;
+  port: number;
+  registry: SkillRegistry;
+  audit: AuditLog;
+  dispatcher: Dispatcher;
+  database: Database;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+/** Creates the logger every part of the manager shares (JSON lines on stderr). */
+export function createLogger(level: ManagerConfig["log_level"]): Logger {
+  return pino({ level, base: { svc: "ongrid-manager" } }, pino.destination(2));
+}
+
+/** Opens storage and the registry without listening: what the CLI needs to run skills in process. */
+export async function openCore(config: ManagerConfig, log: Logger) {
+  const registry = createRegistry({ log });
+  for (const def of MANAGER_BUILTINS) registry.register(def);
+  const database = await openDatabase({ databaseUrl: config.database_url || undefined, dataDir: config.data_dir, log });
+  const audit = createAuditLog(database, { log });
+  const dispatcher = createDispatcher({ registry, audit, config, log });
+  return { registry, database, audit, dispatcher };
+}
+
+/** Starts a manager on the configured port. */
+export async function startManager(config: ManagerConfig, log: Logger = createLogger(config.log_level)): Promise<Manager> {
+  const core = await openCore(config, log);
+  const errorMapper: Interceptor = (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (err) {
+      throw toConnectError(err, log);
+    }
+  };
+  const rpc = connectNodeAdapter({
+    routes: routes(core),
+    readMaxBytes: config.server.max_request_bytes,
+    interceptors: [markDecoded, errorMapper],
+    contextValues: requestContextValues,
+    fallback: (req, res) => {
+      if (req.url === "/healthz") {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end("ok\n");
+        return;
+      }
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
+    },
+  });
+  const handler = auditUndecoded(rpc as DualHandler, core.audit, log);
+  let listener;
+  try {
+    listener = await listen(handler, {
+      host: config.server.host,
+      port: config.server.port,
+      tlsCert: config.server.tls_cert || undefined,
+      tlsKey: config.server.tls_key || undefined,
+    });
+  } catch (err) {
+    await core.database.close();
+    throw err;
+  }
+  log.info({ url: listener.url, tls: listener.tls, db: core.database.kind, skills: core.registry.size }, "manager listening");
+  return {
+    url: listener.url,
+    port: listener.port,
+    ...core,
+    log,
+    async close() {
+      await listener.close();
+      await core.audit.flush();
+      await core.database.close();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The manager's one port (B1): Connect, gRPC and gRPC-Web over HTTP/2 cleartext and HTTP/1.1
+ * (told apart by the HTTP/2 connection preface), or over TLS with ALPN when given a cert and key.
+ */
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { OngridError } from "../../skill/errors.ts";
+
+/** A request handler usable by both node:http and node:http2. */
+export type DualHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+/** Where and how to listen. */
+export interface ListenOptions {
+  host: string;
+  port: number;
+  tlsCert?: string;
+  tlsKey?: string;
+}
+
+/** A listening front door. */
+export interface Listener {
+  /** Base URL clients use, e.g. http://127.0.0.1:7070. */
+  url: string;
+  port: number;
+  tls: boolean;
+  close(): Promise<void>;
+}
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0");
+
+/** Starts the front door and resolves once it accepts connections. */
+export async function listen(handler: DualHandler, opts: ListenOptions): Promise<Listener> {
+  const sockets = new Set<net.Socket>();
+  let server: net.Server;
+  let sessions: Set<http2.Http2Session> = new Set();
+  const track = (s: http2.Http2Session) => {
+    sessions.add(s);
+    s.once("close", () => sessions.delete(s));
+  };
+  const tls = Boolean(opts.tlsCert && opts.tlsKey);
+  if (tls) {
+    let cert: Buffer, key: Buffer;
+    try {
+      cert = readFileSync(opts.tlsCert!);
+      key = readFileSync(opts.tlsKey!);
+    } catch (err) {
+      throw new OngridError("invalid_argument", `server.tls_cert/tls_key: cannot read: ${(err as Error).message}`);
+    }
+    const secure = http2.createSecureServer({ cert, key, allowHTTP1: true }, handler as never);
+    secure.on("session", track);
+    server = secure;
+  } else {
+    const h2 = http2.createServer({}, handler as never);
+    h2.on("session", track);
+    const h1 = http.createServer(handler as never);
+    h1.keepAliveTimeout = 65_000;
+    server = net.createServer((socket) => {
+      socket.once("error", () => socket.destroy());
+      socket.once("data", (chunk: Buffer) => {
+        socket.pause();
+        socket.unshift(chunk);
+        const n = Math.min(chunk.length, PREFACE.length);
+        const isH2 = chunk.subarray(0, n).equals(PREFACE.subarray(0, n));
+        (isH2 ? h2 : h1).emit("connection", socket);
+        process.nextTick(() => socket.resume());
+      });
+    });
+  }
+  server.on("connection", (s: net.Socket) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      reject(new OngridError("unavailable", `server.port: cannot listen on ${opts.host}:${opts.port}: ${err.code ?? err.message}`, "choose another port (--port / ONGRID_PORT)"));
+    };
+    server.once("error", onError);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = opts.host.includes(":") ? `[${opts.host}]` : opts.host === "0.0.0.0" ? "127.0.0.1" : opts.host;
+  return {
+    url: `${tls ? "https" : "http"}://${hostForUrl}:${port}`,
+    port,
+    tls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sessions) s.close();
+        setTimeout(() => {
+          for (const s of sockets) s.destroy();
+        }, 2000).unref();
+        sessions = new Set();
+      }),
+  };
+}

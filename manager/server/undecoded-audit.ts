@@ -1,0 +1,111 @@
+/**
+ * Audits ExecuteSkill requests that fail before they reach the service (a body that is not
+ * valid JSON/protobuf, a body over server.max_request_bytes): the request is refused by the
+ * protocol layer, and this wrapper writes the audit row that the dispatcher never saw.
+ */
+import type http from "node:http";
+import type http2 from "node:http2";
+import { createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import type { AuditLog } from "../audit/types.ts";
+import type { DualHandler } from "./listen.ts";
+
+const EXECUTE_PATH = "/ongrid.v1.SkillService/ExecuteSkill";
+const CAPTURE_BYTES = 8192;
+
+interface RequestState {
+  decoded: boolean;
+}
+
+const states = new WeakMap<object, RequestState>();
+const kState = createContextKey<RequestState | undefined>(undefined, { description: "ongrid request state" });
+
+/** Connect contextValues hook: links the node request to the handler context. */
+export function requestContextValues(req: object) {
+  const values = createContextValues();
+  values.set(kState, states.get(req));
+  return values;
+}
+
+/** Interceptor marking the request as decoded: from here on the dispatcher audits it. */
+export const markDecoded: Interceptor = (next) => async (req) => {
+  const state = req.contextValues.get(kState);
+  if (state) state.decoded = true;
+  return next(req);
+};
+
+function errorFromResponse(res: http.ServerResponse | http2.Http2ServerResponse, body: string): string {
+  const grpcStatus = res.getHeader("grpc-status") ?? (res as { _trailers?: Record<string, string> })._trailers?.["grpc-status"];
+  if (grpcStatus !== undefined) {
+    const msg = res.getHeader("grpc-message");
+    return `grpc-status ${grpcStatus}: ${msg ? decodeURIComponent(String(msg)) : "request refused"}`;
+  }
+  try {
+    const parsed = JSON.parse(body) as { code?: string; message?: string };
+    if (parsed.code) return `${parsed.code}: ${parsed.message ?? ""}`;
+  } catch {
+    /* not a Connect JSON error body */
+  }
+  return `http ${res.statusCode}: request refused before decoding`;
+}
+
+/** Wraps the RPC handler so refused-before-decoding ExecuteSkill requests are audited too. */
+export function auditUndecoded(handler: DualHandler, audit: AuditLog, log: Logger): DualHandler {
+  return (req, res) => {
+    const path = (req.url ?? "").split("?")[0];
+    if (req.method !== "POST" || path !== EXECUTE_PATH) return handler(req, res);
+    const startedAt = new Date();
+    const state: RequestState = { decoded: false };
+    states.set(req, state);
+    const chunks: Buffer[] = [];
+    let captured = 0;
+    const origWrite = res.write.bind(res) as (...a: unknown[]) => boolean;
+    (res as { write: unknown }).write = (chunk: unknown, ...rest: unknown[]) => {
+      if (captured < CAPTURE_BYTES && chunk) {
+        const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+        chunks.push(b);
+        captured += b.length;
+      }
+      return origWrite(chunk, ...rest);
+    };
+    const origEnd = res.end.bind(res) as (...a: unknown[]) => unknown;
+    (res as { end: unknown }).end = (chunk?: unknown, ...rest: unknown[]) => {
+      if (chunk && typeof chunk !== "function" && captured < CAPTURE_BYTES) {
+        chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+      }
+      return origEnd(chunk, ...rest);
+    };
+    const origAddTrailers = (res as { addTrailers?: (h: Record<string, string>) => void }).addTrailers?.bind(res);
+    if (origAddTrailers) {
+      (res as { addTrailers: unknown }).addTrailers = (h: Record<string, string>) => {
+        (res as { _trailers?: Record<string, string> })._trailers = h;
+        return origAddTrailers(h);
+      };
+    }
+    res.once("close", () => {
+      if (state.decoded) return;
+      const finishedAt = new Date();
+      const error = errorFromResponse(res, Buffer.concat(chunks).toString("utf8"));
+      audit
+        .append({
+          sessionId: "",
+          toolName: "",
+          args: null,
+          result: null,
+          error: `undecodable request: ${error}`,
+          deviceId: "",
+          startedAt,
+          finishedAt,
+          durationMs: finishedAt.getTime() - startedAt.getTime(),
+          callerUserId: "anonymous",
+          callerRole: "anonymous",
+          decision: "",
+          decisionReason: "",
+          approvalId: "",
+          sopHash: "",
+        })
+        .catch((err) => log.error({ err }, "could not audit a refused ExecuteSkill request"));
+    });
+    return handler(req, res);
+  };
+}
