@@ -6,8 +6,8 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, existsSync, sym
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 
-const root = resolve(import.meta.dirname, "..");
-const bin = join(root, "node_modules", ".bin");
+const root = resolve(process.env.ONGRID_GEN_ROOT ?? resolve(import.meta.dirname, ".."));
+const bin = join(resolve(import.meta.dirname, ".."), "node_modules", ".bin");
 const env = { ...process.env, PATH: `${bin}:${process.env.PATH}` };
 
 function files(dir) {
@@ -52,7 +52,7 @@ try {
   if (existsSync(join(root, "manager", "db", "drizzle.config.ts"))) {
     cpSync(join(root, "manager", "db"), join(tmp, "manager", "db"), { recursive: true });
     cpSync(join(root, "package.json"), join(tmp, "package.json"));
-    symlinkSync(join(root, "node_modules"), join(tmp, "node_modules"));
+    symlinkSync(resolve(import.meta.dirname, "..", "node_modules"), join(tmp, "node_modules"));
     run("drizzle-kit", ["generate", "--config", "manager/db/drizzle.config.ts"]);
     problems.push(...compareTrees("manager/db/migrations", join(tmp, "manager", "db", "migrations"), migrations));
   }

@@ -55,6 +55,8 @@ export interface SkillMetadata extends SkillMetadataInput {
   params: ParamSchema;
   /** True when the skill implements riskForArgs (A6). */
   dynamicRisk: boolean;
+  /** True when the author omitted class and registration defaulted it to safe (A3); lint reports it. */
+  classDefaulted?: boolean;
 }
 
 /** What an executor receives besides its params. */

@@ -35,7 +35,9 @@ export interface AuditRow extends AuditRecord {
 
 /** Filters for listing rows (H3); all optional, combined with AND. */
 export interface AuditFilter {
+  /** Only rows started at or after this time. */
   since?: Date;
+  /** Only rows started before this time. */
   until?: Date;
   toolName?: string;
   edgeId?: string;
@@ -55,6 +57,10 @@ export interface VerifyReport {
   /** The first row whose hash or link does not match; 0 when ok. */
   firstBrokenSeq: number;
   reason: string;
+  /** When ok: the last row's seq and row_hash (0 and "" when empty), worth recording elsewhere, since
+   * deleting rows from the end of the chain, or rewriting every later row, is only detectable against them. */
+  lastSeq?: number;
+  lastRowHash?: string;
 }
 
 /** The audit log as the manager uses it. */

@@ -3,7 +3,7 @@ import { createWriteStream } from "node:fs";
 import { Command } from "commander";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { AuditFilter, AuditRow } from "../audit/types.ts";
-import { exportJsonLines } from "../audit/export.ts";
+import { auditRowToJson, exportJsonLines } from "../audit/export.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { ToolCall } from "../../proto/gen/ongrid/v1/audit_service_pb.ts";
 import { toJson } from "@bufbuild/protobuf";
@@ -98,30 +98,6 @@ async function remoteList(url: string, filter: AuditFilter): Promise<AuditRow[]>
   return res.toolCalls.map(fromProto);
 }
 
-/** One audit row as a JSON object with snake_case keys (the export format). */
-export function rowToJson(r: AuditRow): Record<string, unknown> {
-  return {
-    seq: r.seq,
-    session_id: r.sessionId,
-    tool_name: r.toolName,
-    args_json: r.args,
-    result_json: r.result,
-    error: r.error,
-    device_id: r.deviceId,
-    started_at: r.startedAt.toISOString(),
-    finished_at: r.finishedAt.toISOString(),
-    duration_ms: r.durationMs,
-    caller_user_id: r.callerUserId,
-    caller_role: r.callerRole,
-    decision: r.decision,
-    decision_reason: r.decisionReason,
-    approval_id: r.approvalId,
-    sop_hash: r.sopHash,
-    prev_hash: r.prevHash,
-    row_hash: r.rowHash,
-  };
-}
-
 /** Builds the `audit` command group. */
 export function auditCommand(): Command {
   const cmd = new Command("audit").description("query, verify and export the tool-call audit log");
@@ -135,7 +111,7 @@ export function auditCommand(): Command {
       const url = managerUrl(opts);
       const rows = url ? await remoteList(url, filter) : await withCore(opts, (core) => core.audit.list(filter));
       if (opts.json) {
-        console.log(JSON.stringify(rows.map(rowToJson), null, 2));
+        console.log(JSON.stringify(rows.map(auditRowToJson), null, 2));
         return;
       }
       printTable(
@@ -180,7 +156,7 @@ export function auditCommand(): Command {
         let after = filter.afterSeq ?? 0;
         for (;;) {
           const rows = await remoteList(url, { ...filter, afterSeq: after, limit: 1000 });
-          for (const r of rows) await write(JSON.stringify(rowToJson(r)));
+          for (const r of rows) await write(JSON.stringify(auditRowToJson(r)));
           if (rows.length < 1000) break;
           after = rows[rows.length - 1].seq;
         }

@@ -68,7 +68,7 @@ async function openPglite(options: OpenDatabaseOptions, migrationsFolder: string
     let closed = false;
     const pg = client;
     return {
-      db: db as unknown as Db,
+      db,
       kind: "pglite",
       async close() {
         if (closed) return;
@@ -135,7 +135,7 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
   const db = drizzlePostgres({ client, schema });
   let closed = false;
   return {
-    db: db as unknown as Db,
+    db,
     kind: "postgres",
     async close() {
       if (closed) return;

@@ -1,6 +1,7 @@
 /** An exclusive pid lock file, so two processes never open the same PGlite data directory. */
 import { link, readFile, unlink, writeFile } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
 import { OngridError } from "../../skill/errors.ts";
 
 /** Lock files this process holds, so a lock naming our own pid is told apart from a stale one left by a previous life. */
@@ -26,7 +27,8 @@ function pidAlive(pid: number): boolean {
  * Takes `path` exclusively, writing our pid into it. A lock whose pid is not alive (or is our own pid
  * but not held by this process, as after a container restart) is stale and taken over.
  */
-export async function acquireLock(path: string, what: string): Promise<DirLock> {
+export async function acquireLock(file: string, what: string): Promise<DirLock> {
+  const path = resolve(file);
   if (heldHere.has(path)) throw heldError(path, process.pid, what);
   const token = `${process.pid}\n`;
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
@@ -34,7 +36,7 @@ export async function acquireLock(path: string, what: string): Promise<DirLock> 
   try {
     for (let attempt = 0; ; attempt++) {
       try {
-        await link(tmp, path); // atomic create-with-content: fails with EEXIST when the lock exists
+        await createExclusive(tmp, path, token);
         break;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 3) throw err;
@@ -64,6 +66,18 @@ export async function acquireLock(path: string, what: string): Promise<DirLock> 
       if (text === token) await unlink(path).catch(() => undefined);
     },
   };
+}
+
+/** Creates `path` holding `token`, failing with EEXIST if it exists: a hard link is atomic with its content;
+ * file systems without hard links fall back to an exclusive create. */
+async function createExclusive(tmp: string, path: string, token: string): Promise<void> {
+  try {
+    await link(tmp, path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw err;
+    await writeFile(path, token, { flag: "wx", mode: 0o644 });
+  }
 }
 
 function heldError(path: string, pid: number, what: string): OngridError {

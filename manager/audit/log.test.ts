@@ -1,0 +1,258 @@
+import { expect, test } from "vitest";
+import { describeBothBackends } from "../../test/support/pg.ts";
+import { OngridError } from "../../skill/errors.ts";
+import { canonicalJson, GENESIS_HASH, rowHash } from "./chain.ts";
+import { exportJsonLines } from "./export.ts";
+import { createAuditLog } from "./log.ts";
+import type { AuditRecord, AuditRow } from "./types.ts";
+
+const T0 = Date.parse("2025-03-01T10:00:00.000Z");
+
+function rec(over: Partial<AuditRecord> = {}): AuditRecord {
+  return {
+    sessionId: "s1",
+    toolName: "disk_usage",
+    args: { path: "/var", human: true },
+    result: { success: true, output: "42%" },
+    error: "",
+    deviceId: "edge-a",
+    startedAt: new Date(T0),
+    finishedAt: new Date(T0 + 12),
+    durationMs: 12,
+    callerUserId: "u1",
+    callerRole: "operator",
+    decision: "allow",
+    decisionReason: "safe skill",
+    approvalId: "",
+    sopHash: "",
+    ...over,
+  };
+}
+
+const seqs = (rows: AuditRow[]) => rows.map((r) => r.seq);
+
+test("canonical JSON sorts keys recursively and writes dates with milliseconds", () => {
+  expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null }, t: new Date(T0) })).toBe(
+    '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1,"t":"2025-03-01T10:00:00.000Z"}',
+  );
+  expect(canonicalJson({ u: undefined, n: Number.NaN, arr: [undefined] })).toBe('{"arr":[null],"n":null}');
+});
+
+describeBothBackends("audit log", (backend) => {
+  test("append assigns seq and hashes; list filters by time, tool, edge, user, session, decision and pages", async () => {
+    const audit = createAuditLog(await backend.open());
+    const at = (min: number) => ({ startedAt: new Date(T0 + min * 60_000), finishedAt: new Date(T0 + min * 60_000 + 5) });
+    const first = await audit.append(rec({ ...at(0) }));
+    expect(first).toMatchObject({ seq: 1, prevHash: GENESIS_HASH, toolName: "disk_usage" });
+    expect(first.rowHash).toMatch(/^[0-9a-f]{64}$/);
+    await audit.append(rec({ ...at(1), toolName: "service_restart", decision: "ask", callerUserId: "u2" }));
+    await audit.append(rec({ ...at(2), deviceId: "edge-b", sessionId: "s2" }));
+    await audit.append(rec({ ...at(3), toolName: "service_restart", decision: "deny", deviceId: "edge-b" }));
+    const last = await audit.append(rec({ ...at(4), callerUserId: "0", callerRole: "system", sessionId: "s2" }));
+    expect(last.seq).toBe(5);
+
+    const all = await audit.list();
+    expect(seqs(all)).toEqual([1, 2, 3, 4, 5]);
+    expect(all[4]).toEqual(last);
+    expect(all[1]!.prevHash).toBe(all[0]!.rowHash);
+    expect(seqs(await audit.list({ toolName: "service_restart" }))).toEqual([2, 4]);
+    expect(seqs(await audit.list({ edgeId: "edge-b" }))).toEqual([3, 4]);
+    expect(seqs(await audit.list({ userId: "u2" }))).toEqual([2]);
+    expect(seqs(await audit.list({ userId: "0" }))).toEqual([5]);
+    expect(seqs(await audit.list({ sessionId: "s2" }))).toEqual([3, 5]);
+    expect(seqs(await audit.list({ decision: "deny" }))).toEqual([4]);
+    expect(seqs(await audit.list({ since: at(1).startedAt, until: at(3).startedAt }))).toEqual([2, 3]);
+    expect(seqs(await audit.list({ since: at(3).startedAt }))).toEqual([4, 5]);
+    expect(seqs(await audit.list({ toolName: "service_restart", edgeId: "edge-b" }))).toEqual([4]);
+    expect(seqs(await audit.list({ afterSeq: 2, limit: 2 }))).toEqual([3, 4]);
+    expect(seqs(await audit.list({ afterSeq: 4, limit: 2 }))).toEqual([5]);
+    await expect(audit.list({ limit: -1 })).rejects.toThrow(/limit must be an integer/);
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 5, firstBrokenSeq: 0, lastSeq: 5, lastRowHash: last.rowHash });
+  });
+
+  test("limit defaults to 100 and is capped at 1000; verify and export page through every row", async () => {
+    const audit = createAuditLog(await backend.open());
+    await Promise.all(Array.from({ length: 1005 }, (_, i) => audit.append(rec({ sessionId: `s${i}` }))));
+    expect(await audit.list()).toHaveLength(100);
+    expect(await audit.list({ limit: 5000 })).toHaveLength(1000);
+    const report = await audit.verify(); // crosses a verify page boundary
+    expect(report).toMatchObject({ ok: true, rowsChecked: 1005 });
+    const exported: number[] = [];
+    expect(await exportJsonLines(audit, {}, (l) => void exported.push(JSON.parse(l).seq))).toBe(1005); // crosses an export page
+    expect(exported).toEqual(Array.from({ length: 1005 }, (_, i) => i + 1));
+  });
+
+  test("a row read back from jsonb (keys reordered) hashes the same", async () => {
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    const args = { zeta: 1, alpha: { y: [3, 2, { b: "x", a: 0.1 + 0.2 }], x: null }, "ключ": "значение ✓", emoji: "🚀", big: 1e21 };
+    const written = await audit.append(rec({ args, result: { success: false, error: { message: "m", code: "c" } } }));
+    const [readBack] = await audit.list();
+    expect(readBack!.args).toEqual(args);
+    expect(rowHash(readBack!.prevHash, readBack!)).toBe(written.rowHash);
+    const [raw] = await store.query<{ t: string; keys: string }>(
+      "select jsonb_typeof(args_json) as t, (select string_agg(k, ',') from jsonb_object_keys(args_json) k) as keys from tool_calls",
+    );
+    expect(raw!.t).toBe("object"); // stored as a JSON object, not a double-encoded string
+    expect(raw!.keys).not.toBe(Object.keys(args).join(",")); // jsonb really did reorder the keys
+    expect((await audit.verify()).ok).toBe(true);
+  });
+
+  test("values PostgreSQL would refuse (NUL, lone surrogates, bigint, fractional ms) are normalised, not lost", async () => {
+    const audit = createAuditLog(await backend.open());
+    const row = await audit.append(rec({ args: { s: "a\u0000b", lone: "x\uD800y", n: 10n, when: new Date(T0) }, error: "bad\u0000", durationMs: 12.6 }));
+    expect(row.args).toEqual({ s: "a\uFFFDb", lone: "x\uFFFDy", n: "10", when: "2025-03-01T10:00:00.000Z" });
+    expect(row.durationMs).toBe(13);
+    expect((await audit.list())[0]).toEqual(row);
+    expect((await audit.verify()).ok).toBe(true);
+    await expect(audit.append(rec({ startedAt: new Date("nope") }))).rejects.toThrow(/startedAt is not a valid date/);
+  });
+
+  test("200 concurrent appends get seq 1..200 with an intact chain", async () => {
+    const audit = createAuditLog(await backend.open());
+    const rows = await Promise.all(Array.from({ length: 200 }, (_, i) => audit.append(rec({ sessionId: `c${i}` }))));
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1)); // append order kept
+    for (let i = 1; i < rows.length; i++) expect(rows[i]!.prevHash).toBe(rows[i - 1]!.rowHash);
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 200 });
+  });
+
+  test("flush waits for appends nobody awaited", async () => {
+    const audit = createAuditLog(await backend.open());
+    for (let i = 0; i < 30; i++) void audit.append(rec());
+    await audit.flush();
+    expect(await audit.list({ limit: 1000 })).toHaveLength(30);
+  });
+
+  test("two writers appending concurrently keep one linear chain (advisory lock)", async () => {
+    const store = await backend.fresh();
+    const one = await store.open();
+    // Two connections on PostgreSQL; PGlite is single-connection, so two logs share it there.
+    const two = backend.kind === "postgres" ? await store.open() : one;
+    const a = createAuditLog(one);
+    const b = createAuditLog(two);
+    const batches = [];
+    for (let round = 0; round < 10; round++) {
+      batches.push(...Array.from({ length: 10 }, () => a.append(rec({ sessionId: "a" }))));
+      batches.push(...Array.from({ length: 10 }, () => b.append(rec({ sessionId: "b" }))));
+      await new Promise((r) => setImmediate(r));
+    }
+    const rows = await Promise.all(batches);
+    expect(rows.map((r) => r.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    expect(await a.verify()).toMatchObject({ ok: true, rowsChecked: 200 });
+  });
+
+  async function tamperable(n: number) {
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    for (let i = 1; i <= n; i++) await audit.append(rec({ args: { i } }));
+    return { store, audit };
+  }
+
+  test("editing a row's args_json makes verify name that row", async () => {
+    const { store, audit } = await tamperable(5);
+    await store.query(`update tool_calls set args_json = '{"i": 3, "cmd": "rm -rf /"}' where seq = 3`);
+    const report = await audit.verify();
+    expect(report).toMatchObject({ ok: false, firstBrokenSeq: 3 });
+    expect(report.reason).toMatch(/row 3's content does not match its row_hash.*edited/);
+  });
+
+  test("deleting a middle row makes verify name the next row", async () => {
+    const { store, audit } = await tamperable(5);
+    await store.query("delete from tool_calls where seq = 3");
+    const report = await audit.verify();
+    expect(report).toMatchObject({ ok: false, firstBrokenSeq: 4 });
+    expect(report.reason).toMatch(/row 4 follows row 2: row 3 is missing \(deleted\)/);
+  });
+
+  test("deleting the first row is reported", async () => {
+    const { store, audit } = await tamperable(3);
+    await store.query("delete from tool_calls where seq = 1");
+    expect(await audit.verify()).toMatchObject({ ok: false, firstBrokenSeq: 2, reason: expect.stringMatching(/row 1 is missing/) });
+  });
+
+  test("changing a row_hash is caught at that row", async () => {
+    const { store, audit } = await tamperable(4);
+    await store.query(`update tool_calls set row_hash = '${"f".repeat(64)}' where seq = 2`);
+    expect(await audit.verify()).toMatchObject({ ok: false, firstBrokenSeq: 2, reason: expect.stringMatching(/row_hash/) });
+  });
+
+  test("a row rewritten with a recomputed row_hash breaks the link to the following row", async () => {
+    const { store, audit } = await tamperable(4);
+    const [row2] = await audit.list({ afterSeq: 1, limit: 1 });
+    const forged = rowHash(row2!.prevHash, { ...row2!, args: { i: 2, forged: true } });
+    await store.query(`update tool_calls set args_json = '{"i": 2, "forged": true}', row_hash = '${forged}' where seq = 2`);
+    const report = await audit.verify();
+    expect(report).toMatchObject({ ok: false, firstBrokenSeq: 3 });
+    expect(report.reason).toMatch(/row 3's prev_hash does not match the row_hash of row 2/);
+  });
+
+  test("secrets are redacted before they are stored", async () => {
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    const token = "Bearer sk-live-9f8e7d6c5b4a39281706f5e4d3c2b1a0";
+    const row = await audit.append(
+      rec({
+        args: { url: "https://api.example.com", headers: { Authorization: token }, cmd: `curl -H 'Authorization: ${token}' https://x` },
+        result: { success: false, output: `sent Authorization: ${token}` },
+        error: `upstream_unavailable: request with Authorization: ${token} was refused`,
+      }),
+    );
+    const secret = "sk-live-9f8e7d6c5b4a39281706f5e4d3c2b1a0";
+    expect(JSON.stringify(row)).not.toContain(secret);
+    const [raw] = await store.query<{ a: string; r: string; e: string }>(
+      "select args_json::text as a, result_json::text as r, error as e from tool_calls",
+    );
+    expect(raw!.a).not.toContain(secret);
+    expect(raw!.r).not.toContain(secret);
+    expect(raw!.e).not.toContain(secret);
+    expect(raw!.a).toContain("https://api.example.com"); // the rest of the args survive
+    expect((await audit.verify()).ok).toBe(true);
+  });
+
+  test("export writes one JSON object per line in seq order", async () => {
+    const audit = createAuditLog(await backend.open());
+    for (let i = 0; i < 7; i++) await audit.append(rec({ toolName: i % 2 ? "odd_tool" : "even_tool", args: { i } }));
+    const lines: string[] = [];
+    const count = await exportJsonLines(audit, { toolName: "even_tool" }, (line) => {
+      lines.push(line);
+    });
+    expect(count).toBe(4);
+    for (const line of lines) expect(line).not.toContain("\n");
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(parsed.map((p) => p.seq)).toEqual([1, 3, 5, 7]);
+    expect(parsed[1]).toMatchObject({ tool_name: "even_tool", args_json: { i: 2 }, started_at: "2025-03-01T10:00:00.000Z" });
+    expect(parsed[1]!.row_hash).toMatch(/^[0-9a-f]{64}$/);
+    const [row2] = await audit.list({ afterSeq: 1, limit: 1 });
+    expect(parsed[1]!.prev_hash).toBe(row2!.rowHash); // seq 3 links to the (unexported) seq 2
+  });
+
+  test("a batch that cannot be written rejects its appends clearly and the writer carries on", async () => {
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    await audit.append(rec());
+    await store.query("alter table tool_calls rename to tool_calls_away");
+    const failing = await Promise.allSettled([audit.append(rec()), audit.append(rec())]);
+    for (const f of failing) {
+      expect(f.status).toBe("rejected");
+      const err = (f as PromiseRejectedResult).reason as OngridError;
+      expect(err).toBeInstanceOf(OngridError);
+      expect(err.message).toMatch(/^audit log: could not store 2 tool call rows: .*tool_calls/);
+    }
+    await store.query("alter table tool_calls_away rename to tool_calls");
+    expect((await audit.append(rec())).seq).toBe(2);
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 2 });
+  });
+
+  test("reopening the store keeps the rows and the chain", async () => {
+    const store = await backend.fresh();
+    const first = await store.open();
+    const audit = createAuditLog(first);
+    for (let i = 0; i < 10; i++) void audit.append(rec({ args: { i } }));
+    await audit.flush();
+    await first.close();
+    const again = createAuditLog(await store.open());
+    expect(seqs(await again.list())).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect((await again.append(rec())).seq).toBe(11);
+    expect(await again.verify()).toMatchObject({ ok: true, rowsChecked: 11 });
+  });
+});

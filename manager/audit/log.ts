@@ -1,0 +1,207 @@
+/** The tamper-evident tool-call log (H1–H3) over drizzle: a batching writer, filtered listing and chain verification. */
+import { and, asc, desc, eq, gt, gte, lt, sql, type SQL } from "drizzle-orm";
+import { OngridError } from "../../skill/errors.ts";
+import type { Database, DbLogger } from "../db/client.ts";
+import { toolCalls } from "../db/schema/index.ts";
+import { GENESIS_HASH, rowHash } from "./chain.ts";
+import { chainInputOf, fromDbRow, normalizeRecord, toDbRow, type StoredRecord } from "./record.ts";
+import type { AuditFilter, AuditLog, AuditRecord, AuditRow, VerifyReport } from "./types.ts";
+
+/**
+ * Transaction-level advisory lock every writer takes before reading the chain head, so several
+ * manager processes sharing one PostgreSQL append to one linear chain.
+ */
+export const AUDIT_CHAIN_LOCK_KEY = 7_236_120_002n;
+
+/** Rows written in one transaction at most (18 parameters each, far below PostgreSQL's 65535). */
+const MAX_BATCH = 500;
+/** Rows read per page by verify(). */
+const VERIFY_PAGE = 1000;
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1000;
+
+/** Options of the audit log. */
+export interface AuditLogOptions {
+  log?: DbLogger;
+}
+
+interface Pending {
+  record: StoredRecord;
+  resolve(row: AuditRow): void;
+  reject(err: Error): void;
+}
+
+/** Creates the audit log on an open database; appends are batched, one transaction per batch. */
+export function createAuditLog(database: Database, options: AuditLogOptions = {}): AuditLog {
+  const { db } = database;
+  const log = options.log;
+  const queue: Pending[] = [];
+  let running: Promise<void> | null = null;
+
+  function kick(): void {
+    if (running) return;
+    running = drain().finally(() => {
+      running = null;
+      if (queue.length > 0) kick();
+    });
+  }
+
+  async function drain(): Promise<void> {
+    // Yield once so appends made in the same tick join the first batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (queue.length > 0) await writeBatch(queue.splice(0, MAX_BATCH));
+  }
+
+  /** Writes one batch in one transaction and settles its promises; never throws. */
+  async function writeBatch(batch: Pending[]): Promise<void> {
+    let rows: AuditRow[];
+    try {
+      rows = await db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(${sql.raw(AUDIT_CHAIN_LOCK_KEY.toString())})`);
+        const [head] = await tx
+          .select({ seq: toolCalls.seq, rowHash: toolCalls.rowHash })
+          .from(toolCalls)
+          .orderBy(desc(toolCalls.seq))
+          .limit(1);
+        let seq = head?.seq ?? 0;
+        let prevHash = head?.rowHash ?? GENESIS_HASH;
+        const out = batch.map(({ record }) => {
+          seq += 1;
+          const hash = rowHash(prevHash, { ...record, seq });
+          const row: AuditRow = { ...record, seq, prevHash, rowHash: hash };
+          prevHash = hash;
+          return row;
+        });
+        await tx.insert(toolCalls).values(out.map(toDbRow));
+        return out;
+      });
+    } catch (err) {
+      if (batch.length > 1 && isDataError(err)) {
+        // One row PostgreSQL refuses must not sink the rows queued with it: retry them one by one.
+        for (const p of batch) await writeBatch([p]);
+        return;
+      }
+      const reason = errorText(err);
+      log?.error({ rows: batch.length, err: reason }, "audit log: batch not written");
+      const failure = new OngridError(
+        "unavailable",
+        `audit log: could not store ${batch.length === 1 ? "the tool call row" : `${batch.length} tool call rows`}: ${reason}`,
+        "check that the database is reachable and writable; the call was not recorded",
+      );
+      (failure as Error & { cause?: unknown }).cause = err;
+      for (const p of batch) p.reject(failure);
+      return;
+    }
+    batch.forEach((p, i) => p.resolve(rows[i]!));
+  }
+
+  async function append(record: AuditRecord): Promise<AuditRow> {
+    const stored = normalizeRecord(record);
+    return new Promise<AuditRow>((resolve, reject) => {
+      queue.push({ record: stored, resolve, reject });
+      kick();
+    });
+  }
+
+  async function flush(): Promise<void> {
+    while (running || queue.length > 0) {
+      if (!running) kick();
+      await running;
+    }
+  }
+
+  async function list(filter: AuditFilter = {}): Promise<AuditRow[]> {
+    const where: SQL[] = [];
+    if (filter.since !== undefined) where.push(gte(toolCalls.startedAt, checkDate(filter.since, "since")));
+    if (filter.until !== undefined) where.push(lt(toolCalls.startedAt, checkDate(filter.until, "until")));
+    if (filter.toolName) where.push(eq(toolCalls.toolName, filter.toolName));
+    if (filter.edgeId) where.push(eq(toolCalls.deviceId, filter.edgeId));
+    if (filter.userId) where.push(eq(toolCalls.callerUserId, filter.userId));
+    if (filter.sessionId) where.push(eq(toolCalls.sessionId, filter.sessionId));
+    if (filter.decision) where.push(eq(toolCalls.decision, filter.decision));
+    if (filter.afterSeq !== undefined && filter.afterSeq !== 0) {
+      where.push(gt(toolCalls.seq, checkInt(filter.afterSeq, "afterSeq", 0)));
+    }
+    const limit = filter.limit === undefined || filter.limit === 0 ? DEFAULT_LIMIT : Math.min(checkInt(filter.limit, "limit", 1), MAX_LIMIT);
+    const rows = await db
+      .select()
+      .from(toolCalls)
+      .where(where.length > 0 ? and(...where) : undefined)
+      .orderBy(asc(toolCalls.seq))
+      .limit(limit);
+    return rows.map(fromDbRow);
+  }
+
+  async function verify(): Promise<VerifyReport> {
+    let rowsChecked = 0;
+    let prevSeq = 0;
+    let prevHash = GENESIS_HASH;
+    const broken = (seq: number, reason: string): VerifyReport => ({ ok: false, rowsChecked, firstBrokenSeq: seq, reason });
+    for (;;) {
+      const page = await db
+        .select()
+        .from(toolCalls)
+        .where(gt(toolCalls.seq, prevSeq))
+        .orderBy(asc(toolCalls.seq))
+        .limit(VERIFY_PAGE);
+      for (const r of page) {
+        rowsChecked += 1;
+        if (r.seq !== prevSeq + 1) {
+          const missing = r.seq - prevSeq - 1 === 1 ? `row ${prevSeq + 1} is missing` : `rows ${prevSeq + 1}–${r.seq - 1} are missing`;
+          const where = prevSeq === 0 ? `row ${r.seq} is the first row, but the chain starts at 1` : `row ${r.seq} follows row ${prevSeq}`;
+          return broken(r.seq, `${where}: ${missing} (deleted)`);
+        }
+        if (r.prevHash !== prevHash) {
+          return broken(
+            r.seq,
+            prevSeq === 0
+              ? `row ${r.seq}'s prev_hash is not the genesis hash (64 zeros): its prev_hash was changed`
+              : `row ${r.seq}'s prev_hash does not match the row_hash of row ${prevSeq}: row ${prevSeq} was rewritten with a new row_hash, or row ${r.seq}'s prev_hash was changed`,
+          );
+        }
+        if (rowHash(r.prevHash, chainInputOf(r)) !== r.rowHash) {
+          return broken(r.seq, `row ${r.seq}'s content does not match its row_hash: the row (or its row_hash) was edited after it was written`);
+        }
+        prevSeq = r.seq;
+        prevHash = r.rowHash;
+      }
+      if (page.length < VERIFY_PAGE) break;
+    }
+    return { ok: true, rowsChecked, firstBrokenSeq: 0, reason: "", lastSeq: prevSeq, lastRowHash: prevSeq === 0 ? "" : prevHash };
+  }
+
+  return { append, list, verify, flush };
+}
+
+/** Whether PostgreSQL refused the data itself (data exception, size limit) rather than being unreachable or in conflict. */
+function isDataError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth++, e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^(22|54)[0-9A-Z]{3}$/.test(code)) return true;
+  }
+  return false;
+}
+
+/** The driver's reason under drizzle's "Failed query" wrapper. */
+function errorText(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth++, e = (e as { cause?: unknown }).cause) {
+    const msg = e instanceof Error ? e.message : String(e);
+    if (msg && !msg.startsWith("Failed query:")) parts.push(msg);
+  }
+  return parts.join(": ") || (err instanceof Error ? err.message.split("\n")[0]! : String(err));
+}
+
+function checkDate(d: Date, field: string): Date {
+  if (!(d instanceof Date) || Number.isNaN(d.getTime())) {
+    throw new OngridError("invalid_argument", `audit filter ${field} is not a valid date`, "pass an RFC 3339 timestamp");
+  }
+  return d;
+}
+
+function checkInt(n: number, field: string, min: number): number {
+  if (!Number.isSafeInteger(n) || n < min) {
+    throw new OngridError("invalid_argument", `audit filter ${field} must be an integer ≥ ${min}, got ${String(n)}`);
+  }
+  return n;
+}

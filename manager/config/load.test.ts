@@ -1,0 +1,52 @@
+import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { configReference, loadConfig } from "./load.ts";
+
+describe("loadConfig", () => {
+  it("uses documented defaults with no file and no environment", () => {
+    const c = loadConfig({ env: {} });
+    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", max_request_bytes: 1048576 });
+    expect(c.data_dir).toBe("./data");
+    expect(c.database_url).toBe("");
+    expect(c.skills.web_search.url).toBe("http://127.0.0.1:8888/search");
+  });
+
+  it("layers file < environment < flags", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ongrid-cfg-"));
+    const file = join(dir, "c.yaml");
+    writeFileSync(file, "server:\n  port: 1111\n  host: 0.0.0.0\nlog_level: debug\n");
+    const c = loadConfig({ file, env: { ONGRID_PORT: "2222" }, overrides: { "server.port": "3333" } });
+    expect(c.server.port).toBe(3333);
+    expect(c.server.host).toBe("0.0.0.0");
+    expect(c.log_level).toBe("debug");
+    expect(loadConfig({ file, env: { ONGRID_PORT: "2222" } }).server.port).toBe(2222);
+  });
+
+  it("names the key, the rule and the source of every bad value", () => {
+    expect(() => loadConfig({ env: { ONGRID_LOG_LEVEL: "loud" } })).toThrow(/log_level: must be one of trace, debug, info, warn, error, fatal, silent \(rule: enum; set by ONGRID_LOG_LEVEL\)/);
+    expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "soon" } })).toThrow(/skills\.default_timeout: must match format "duration" \(rule: format; set by ONGRID_SKILL_TIMEOUT\)/);
+    expect(() => loadConfig({ env: { ONGRID_TLS_CERT: "/x.pem" } })).toThrow(/server\.tls_key: tls_cert and tls_key must be set together/);
+    expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "1h" } })).toThrow(/skills\.default_timeout: must not exceed skills\.max_timeout/);
+    expect(() => loadConfig({ file: "/nonexistent/ongrid.yaml", env: {} })).toThrow(/config file \/nonexistent\/ongrid\.yaml: cannot read it/);
+  });
+
+  it("refuses a file that is not a mapping or not YAML", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ongrid-cfg-"));
+    writeFileSync(join(dir, "a.yaml"), "- 1\n- 2\n");
+    writeFileSync(join(dir, "b.yaml"), "server: [\n");
+    expect(() => loadConfig({ file: join(dir, "a.yaml"), env: {} })).toThrow(/must be a mapping/);
+    expect(() => loadConfig({ file: join(dir, "b.yaml"), env: {} })).toThrow(/not valid YAML/);
+  });
+
+  it("is documented key for key in docs/config.md", () => {
+    const doc = readFileSync(resolve(import.meta.dirname, "../../docs/config.md"), "utf8");
+    for (const r of configReference()) {
+      const row = doc.split("\n").find((l) => l.startsWith(`| \`${r.key}\` |`));
+      expect(row, `docs/config.md lacks ${r.key}`).toBeDefined();
+      expect(row).toContain(`\`${typeof r.default === "string" ? (r.default === "" ? '""' : r.default) : JSON.stringify(r.default)}\``);
+      expect(row).toContain(r.env);
+    }
+  });
+});

@@ -1,0 +1,146 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, test } from "vitest";
+import { sql } from "drizzle-orm";
+import { describeBothBackends, realPostgresUrl } from "../../test/support/pg.ts";
+import { OngridError } from "../../skill/errors.ts";
+import { describeUrl, openDatabase } from "./client.ts";
+import { toolCalls } from "./schema/index.ts";
+
+const dirs: string[] = [];
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), "ongrid-client-"));
+  dirs.push(d);
+  return d;
+}
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+/** A pid that certainly belonged to a process that has exited. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+  await new Promise((r) => child.on("exit", r));
+  return child.pid!;
+}
+
+describeBothBackends("openDatabase", (backend) => {
+  test("applies the committed migrations and is idempotent on reopen", async () => {
+    const store = await backend.fresh();
+    const first = await store.open();
+    expect(first.kind).toBe(backend.kind);
+    expect(await first.db.select().from(toolCalls)).toEqual([]);
+    await first.close();
+    await first.close(); // twice is harmless
+    const second = await store.open();
+    const applied = await store.query<{ n: number | string }>("select count(*)::int as n from drizzle.__drizzle_migrations");
+    expect(Number(applied[0]!.n)).toBe(1);
+    const cols = await second.db.execute(sql`select column_name from information_schema.columns where table_name = 'tool_calls'`);
+    expect(cols).toBeDefined();
+  });
+
+  if (backend.kind === "postgres") {
+    test("a database that does not exist is named, without the password", async () => {
+      const u = new URL(realPostgresUrl());
+      u.password = "p4ss-w0rd";
+      u.pathname = "/ongrid_no_such_db";
+      const err = (await openDatabase({ databaseUrl: u.toString(), dataDir: tmpdir() }).catch((e: unknown) => e)) as Error;
+      expect(err.message).toMatch(/^cannot connect to DATABASE_URL postgres:\/\/.*\/ongrid_no_such_db: .*does not exist/);
+      expect(err.message).not.toContain("p4ss-w0rd");
+    });
+
+    test("several managers opening the same fresh database concurrently migrate it once", async () => {
+      const store = await backend.fresh();
+      const opened = await Promise.all([store.open(), store.open(), store.open()]);
+      expect(opened.map((d) => d.kind)).toEqual(["postgres", "postgres", "postgres"]);
+      const applied = await store.query<{ n: number }>("select count(*)::int as n from drizzle.__drizzle_migrations");
+      expect(Number(applied[0]!.n)).toBe(1);
+    });
+  }
+
+  test("finds its migrations whatever the working directory", async () => {
+    const cwd = process.cwd();
+    process.chdir(tmpdir());
+    try {
+      const d = await backend.open();
+      expect(await d.db.select().from(toolCalls)).toEqual([]);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});
+
+describe("openDatabase with PGlite", () => {
+  test("persists in <dataDir>/pglite and holds <dataDir>/ongrid.lock with our pid until closed", async () => {
+    const dataDir = join(await tempDir(), "nested", "data");
+    const d = await openDatabase({ dataDir });
+    expect(d.kind).toBe("pglite");
+    expect(existsSync(join(dataDir, "pglite"))).toBe(true);
+    expect((await readFile(join(dataDir, "ongrid.lock"), "utf8")).trim()).toBe(String(process.pid));
+    await d.close();
+    expect(existsSync(join(dataDir, "ongrid.lock"))).toBe(false);
+  });
+
+  test("refuses a second open of the same data dir, naming the pid and what to do", async () => {
+    const dataDir = await tempDir();
+    const d = await openDatabase({ dataDir });
+    try {
+      const err = await openDatabase({ dataDir }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(OngridError);
+      expect((err as OngridError).code).toBe("failed_precondition");
+      expect((err as Error).message).toContain(`pid ${process.pid}`);
+      expect((err as Error).message).toContain("--manager URL");
+      expect((err as Error).message).toContain(join(dataDir, "ongrid.lock"));
+    } finally {
+      await d.close();
+    }
+    const again = await openDatabase({ dataDir }); // released on close
+    await again.close();
+  });
+
+  test("refuses a data dir locked by another live process", async () => {
+    const dataDir = await tempDir();
+    const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" });
+    try {
+      await writeFile(join(dataDir, "ongrid.lock"), `${other.pid}\n`);
+      await expect(openDatabase({ dataDir })).rejects.toThrow(new RegExp(`pid ${other.pid}\\b.*stop that process, or use --manager URL`));
+      expect((await readFile(join(dataDir, "ongrid.lock"), "utf8")).trim()).toBe(String(other.pid)); // left alone
+    } finally {
+      other.kill();
+    }
+  });
+
+  test("takes over a stale lock whose process is gone", async () => {
+    const dataDir = await tempDir();
+    await writeFile(join(dataDir, "ongrid.lock"), `${await deadPid()}\n`);
+    const d = await openDatabase({ dataDir });
+    expect((await readFile(join(dataDir, "ongrid.lock"), "utf8")).trim()).toBe(String(process.pid));
+    await d.close();
+  });
+});
+
+describe("openDatabase with a DATABASE_URL", () => {
+  test("an unreachable server fails with a clear message and no password", async () => {
+    const url = "postgres://ongrid:hunter2-s3cret@127.0.0.1:1/ongrid";
+    const err = await openDatabase({ databaseUrl: url, dataDir: tmpdir() }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(OngridError);
+    const e = err as OngridError;
+    expect(e.code).toBe("unavailable");
+    expect(e.message).toMatch(/^cannot connect to DATABASE_URL postgres:\/\/ongrid@127\.0\.0\.1:1\/ongrid: .*ECONNREFUSED/);
+    expect(`${e.message} ${e.hint} ${e.stack}`).not.toContain("hunter2");
+  });
+
+  test("describeUrl drops the password and the query string", () => {
+    expect(describeUrl("postgres://u:secret@db.example:6543/prod?sslmode=require")).toBe("postgres://u@db.example:6543/prod");
+    expect(describeUrl("not a url :secret@")).toBe("(not a valid URL)");
+  });
+});

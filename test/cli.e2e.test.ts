@@ -1,0 +1,122 @@
+/** The real `ongrid` CLI and `npm start`, as an operator would use them. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { openDatabase } from "../manager/db/client.ts";
+import { runOngrid, startAndWaitFor, stopGroup } from "./support/cli.ts";
+import { startFakeSearx, type FakeSearx } from "./support/searxng.ts";
+
+let dir: string;
+let searx: FakeSearx;
+const env = () => ({ ONGRID_WEB_SEARCH_URL: searx.url, DATABASE_URL: "" });
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "ongrid-cli-"));
+  searx = await startFakeSearx();
+});
+afterAll(async () => {
+  await searx?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("ongrid CLI", () => {
+  it("prints help for every command", async () => {
+    for (const args of [["--help"], ["manager", "--help"], ["skills", "run", "--help"], ["audit", "export", "--help"]]) {
+      const r = await runOngrid(args);
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(r.stdout).toMatch(/Usage: ongrid/);
+    }
+  });
+
+  it("lists skills as a table and as JSON", async () => {
+    const table = await runOngrid(["skills", "list"]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^KEY\s+SCOPE\s+CLASS/m);
+    expect(table.stdout).toMatch(/web_search\s+manager\s+safe/);
+    const json = await runOngrid(["skills", "list", "--json"]);
+    const skills = JSON.parse(json.stdout) as Array<{ key: string }>;
+    expect(skills.map((s) => s.key)).toContain("web_search");
+  });
+
+  it("runs a skill with typed --param values, audits it, verifies and exports the log", async () => {
+    const data = join(dir, "run");
+    const run = await runOngrid(["skills", "run", "web_search", "--param", "query=disk full on /var", "--param", "limit=2", "--session", "cli-1", "--json", "--data", data], env());
+    expect(run.code, run.stderr).toBe(0);
+    const envelope = JSON.parse(run.stdout);
+    expect(envelope.success).toBe(true);
+    expect(envelope.output.returned).toBe(2);
+
+    const bad = await runOngrid(["skills", "run", "web_search", "--param", "limit=99", "--data", data], env());
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/param "query": is required \(rule: required\)/);
+    expect(bad.stderr).toMatch(/param "limit": must be <= 50 \(rule: maximum\)/);
+
+    const list = await runOngrid(["audit", "list", "--json", "--data", data]);
+    const rows = JSON.parse(list.stdout) as Array<{ seq: number; tool_name: string; session_id: string; error: string }>;
+    expect(rows.map((r) => r.seq)).toEqual([1, 2]);
+    expect(rows[0]).toMatchObject({ tool_name: "web_search", session_id: "cli-1", error: "" });
+    expect(rows[1].error).toMatch(/^invalid_argument/);
+
+    const filtered = await runOngrid(["audit", "list", "--json", "--session", "cli-1", "--data", data]);
+    expect(JSON.parse(filtered.stdout)).toHaveLength(1);
+
+    const verify = await runOngrid(["audit", "verify", "--data", data]);
+    expect(verify.code).toBe(0);
+    expect(verify.stdout).toMatch(/intact: 2 rows/);
+
+    const out = join(dir, "export.jsonl");
+    const exp = await runOngrid(["audit", "export", "--out", out, "--data", data]);
+    expect(exp.code, exp.stderr).toBe(0);
+    const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.seq)).toEqual([1, 2]);
+    expect(lines[0].row_hash).toMatch(/^[0-9a-f]{64}$/);
+
+    // tamper with row 1 behind the log's back: verify must fail and name it
+    const database = await openDatabase({ dataDir: data });
+    await database.db.execute(sql`update tool_calls set caller_role = 'viewer' where seq = 1`);
+    await database.close();
+    const broken = await runOngrid(["audit", "verify", "--data", data]);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toMatch(/BROKEN at row 1/);
+  });
+
+  it("passes `skills lint` for every builtin", async () => {
+    const r = await runOngrid(["skills", "lint"]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+  });
+
+  it("refuses bad config at start, naming the key", async () => {
+    const port = await runOngrid(["manager", "--data", join(dir, "x")], { ONGRID_PORT: "seventy" });
+    expect(port.code).toBe(2);
+    expect(port.stderr).toMatch(/server\.port: must be integer \(rule: type; set by ONGRID_PORT/);
+
+    const file = join(dir, "bad.yaml");
+    writeFileSync(file, "server:\n  prot: 80\nskills:\n  output_cap_bytes: 10\n");
+    const cfg = await runOngrid(["manager", "--config", file]);
+    expect(cfg.code).toBe(2);
+    expect(cfg.stderr).toMatch(/server\.prot: is not a known key \(rule: additionalProperties; set by file .*bad\.yaml\)/);
+    expect(cfg.stderr).toMatch(/skills\.output_cap_bytes: must be >= 256 \(rule: minimum; set by file/);
+
+    const url = await runOngrid(["manager", "--data", join(dir, "y")], { DATABASE_URL: "mysql://x" });
+    expect(url.code).toBe(2);
+    expect(url.stderr).toMatch(/database_url: must match pattern/);
+  });
+});
+
+describe("npm start", () => {
+  it("starts the manager on embedded PGlite and serves ListSkills", async () => {
+    const data = join(dir, "start");
+    const { child, match } = await startAndWaitFor("npm", ["start", "--", "--port", "0", "--data", data], /listening on (http:\/\/\S+)/, { env: { DATABASE_URL: "" } });
+    try {
+      const res = await fetch(`${match[1]}/ongrid.v1.SkillService/ListSkills`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { skills: Array<{ key: string }> };
+      expect(body.skills.map((s) => s.key)).toContain("web_search");
+    } finally {
+      await stopGroup(child);
+    }
+    expect(child.exitCode === 0 || child.signalCode !== null).toBe(true);
+  });
+});

@@ -1,0 +1,212 @@
+/** The manager end to end: one port, three kinds of client, one audit row per outcome. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { toJson } from "@bufbuild/protobuf";
+import { status as GrpcStatus } from "@grpc/grpc-js";
+import {
+  ExecuteSkillRequestSchema,
+  ExecuteSkillResponseSchema,
+  SkillService,
+} from "../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { AuditService } from "../proto/gen/ongrid/v1/audit_service_pb.ts";
+import { SkillResultSchema } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { startFakeSearx, type FakeSearx } from "./support/searxng.ts";
+import { grpcUnary } from "./support/grpc-client.ts";
+
+let m: TestManager;
+let searx: FakeSearx;
+
+beforeAll(async () => {
+  searx = await startFakeSearx();
+  m = await bootManager({ "skills.web_search.url": searx.url, "server.max_request_bytes": 4096 });
+});
+afterAll(async () => {
+  await m?.stop();
+  await searx?.close();
+});
+
+function connectJsonPost(method: string, body: string): Promise<Response> {
+  return fetch(`${m.url}/ongrid.v1.SkillService/${method}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+}
+
+async function lastRow() {
+  await m.audit.flush();
+  const rows = await m.audit.list({ limit: 1000 });
+  return rows[rows.length - 1];
+}
+
+describe("one port, three clients", () => {
+  it("gives the same ExecuteSkill result over gRPC (grpc-js), Connect JSON over HTTP/1.1 fetch, and a Connect client", async () => {
+    const params = { query: "nginx 502 upstream", limit: 2 };
+
+    const grpc = await grpcUnary(
+      `127.0.0.1:${m.port}`,
+      "/ongrid.v1.SkillService/ExecuteSkill",
+      ExecuteSkillRequestSchema,
+      ExecuteSkillResponseSchema,
+      { key: "web_search", input: { case: "params", value: params } },
+    );
+    const viaGrpc = toJson(SkillResultSchema, grpc.response.result!) as Record<string, unknown>;
+
+    const res = await connectJsonPost("ExecuteSkill", JSON.stringify({ key: "web_search", params }));
+    expect(res.status).toBe(200);
+    const viaFetch = ((await res.json()) as { result: Record<string, unknown> }).result;
+
+    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const viaConnect = toJson(SkillResultSchema, (await client.executeSkill({ key: "web_search", input: { case: "params", value: params } })).result!) as Record<string, unknown>;
+
+    const h2client = createClient(SkillService, createGrpcTransport({ baseUrl: m.url }));
+    const viaConnectGrpc = toJson(SkillResultSchema, (await h2client.executeSkill({ key: "web_search", input: { case: "params", value: params } })).result!) as Record<string, unknown>;
+
+    const strip = (r: Record<string, unknown>) => ({ ...r, durationMs: undefined });
+    expect(viaGrpc.success).toBe(true);
+    expect((viaGrpc.output as { returned: number }).returned).toBe(2);
+    expect((viaGrpc.output as { results: Array<{ title: string }> }).results[0].title).toBe("Result 1 for nginx 502 upstream");
+    expect(strip(viaFetch)).toEqual(strip(viaGrpc));
+    expect(strip(viaConnect)).toEqual(strip(viaGrpc));
+    expect(strip(viaConnectGrpc)).toEqual(strip(viaGrpc));
+    expect(searx.queries.at(-1)?.get("format")).toBe("json");
+  });
+
+  it("lists skills with their JSON schema and answers NOT_FOUND for an unknown key", async () => {
+    const res = await connectJsonPost("ListSkills", "{}");
+    const body = (await res.json()) as { skills: Array<{ key: string; scope: string; class: string; jsonSchema: string }> };
+    const ws = body.skills.find((s) => s.key === "web_search");
+    expect(ws).toMatchObject({ scope: "SKILL_SCOPE_MANAGER", class: "SKILL_CLASS_SAFE" });
+    expect(JSON.parse(ws!.jsonSchema).required).toEqual(["query"]);
+    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    await expect(client.getSkill({ key: "nope" })).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("answers /healthz for load balancers", async () => {
+    const res = await fetch(`${m.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("ok\n");
+  });
+});
+
+describe("bad input gets a clear error, is audited, and the server keeps serving", () => {
+  const cases: Array<{ name: string; body: string; code: string; message: RegExp; auditError: RegExp }> = [
+    { name: "wrong type", body: JSON.stringify({ key: "web_search", params: { query: "x", limit: "five" } }), code: "invalid_argument", message: /param "limit": must be integer \(rule: type\)/, auditError: /^invalid_argument: .*limit/ },
+    { name: "missing required", body: JSON.stringify({ key: "web_search", params: { limit: 2 } }), code: "invalid_argument", message: /param "query": is required \(rule: required\)/, auditError: /query/ },
+    { name: "out of range", body: JSON.stringify({ key: "web_search", params: { query: "x", limit: 500 } }), code: "invalid_argument", message: /param "limit": must be <= 50 \(rule: maximum\)/, auditError: /limit/ },
+    { name: "bad pattern", body: JSON.stringify({ key: "web_search", params: { query: "x", language: "english" } }), code: "invalid_argument", message: /param "language": must match pattern .* \(rule: pattern\)/, auditError: /language/ },
+    { name: "unknown param", body: JSON.stringify({ key: "web_search", params: { query: "x", shell: "rm" } }), code: "invalid_argument", message: /param "shell".*\(rule: additionalProperties\)/, auditError: /shell/ },
+    { name: "malformed params_json", body: JSON.stringify({ key: "web_search", paramsJson: "{query: nope" }), code: "invalid_argument", message: /params_json: is not valid JSON/, auditError: /params_json/ },
+    { name: "unknown key", body: JSON.stringify({ key: "format_disk", params: {} }), code: "not_found", message: /unknown skill "format_disk"/, auditError: /^not_found/ },
+    { name: "malformed request body", body: '{"key": "web_search", "params": {', code: "invalid_argument", message: /./, auditError: /^undecodable request: invalid_argument/ },
+    { name: "body over max_request_bytes", body: JSON.stringify({ key: "web_search", params: { query: "x".repeat(5000) } }), code: "resource_exhausted", message: /./, auditError: /^undecodable request: resource_exhausted/ },
+  ];
+
+  for (const c of cases) {
+    it(`${c.name}: ${c.code}, one audit row`, async () => {
+      await m.audit.flush();
+      const before = (await m.audit.list({ limit: 1000 })).length;
+      const res = await connectJsonPost("ExecuteSkill", c.body);
+      const body = (await res.json()) as { code: string; message: string };
+      expect(body.code).toBe(c.code);
+      expect(body.message).toMatch(c.message);
+      await new Promise((r) => setTimeout(r, 50));
+      await m.audit.flush();
+      const rows = await m.audit.list({ limit: 1000 });
+      expect(rows.length).toBe(before + 1);
+      expect(rows.at(-1)!.error).toMatch(c.auditError);
+      expect(rows.at(-1)!.result).toBeNull();
+      // still serving
+      const ok = await connectJsonPost("ExecuteSkill", JSON.stringify({ key: "web_search", params: { query: "still up" } }));
+      expect(((await ok.json()) as { result: { success: boolean } }).result.success).toBe(true);
+    });
+  }
+
+  it("refuses an oversized body from a gRPC client too, and audits it", async () => {
+    await m.audit.flush();
+    const before = (await m.audit.list({ limit: 1000 })).length;
+    const err = await grpcUnary(
+      `127.0.0.1:${m.port}`,
+      "/ongrid.v1.SkillService/ExecuteSkill",
+      ExecuteSkillRequestSchema,
+      ExecuteSkillResponseSchema,
+      { key: "web_search", input: { case: "params", value: { query: "y".repeat(6000) } } },
+    ).catch((e) => e);
+    expect(err.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    await new Promise((r) => setTimeout(r, 50));
+    await m.audit.flush();
+    const rows = await m.audit.list({ limit: 1000 });
+    expect(rows.length).toBe(before + 1);
+    expect(rows.at(-1)!.error).toMatch(/^undecodable request: grpc-status 8/);
+  });
+});
+
+describe("audit: one row per outcome, redacted, hash-chained", () => {
+  it("writes a success row and a skill-error row with the envelope", async () => {
+    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const ok = await client.executeSkill({ key: "web_search", input: { case: "params", value: { query: "disk full" } }, sessionId: "s-1" });
+    const okRow = await lastRow();
+    expect(Number(ok.auditSeq)).toBe(okRow.seq);
+    expect(okRow).toMatchObject({ toolName: "web_search", sessionId: "s-1", error: "", decision: "allow" });
+    expect((okRow.result as { success: boolean }).success).toBe(true);
+
+    searx.respond(() => ({ status: 500, body: "oops" }));
+    try {
+      const bad = await client.executeSkill({ key: "web_search", input: { case: "params", value: { query: "disk full" } } });
+      expect(bad.result!.success).toBe(false);
+      expect(bad.result!.error).toMatchObject({ code: "upstream_error" });
+      expect(bad.result!.error!.hint).not.toBe("");
+      const row = await lastRow();
+      expect(row.seq).toBe(Number(bad.auditSeq));
+      expect(row.error).toMatch(/^upstream_error: search endpoint answered HTTP 500/);
+      expect((row.result as { success: boolean }).success).toBe(false);
+    } finally {
+      searx.respond((q) => ({ status: 200, body: JSON.stringify({ results: [{ title: `echo ${q.get("q")}`, url: "https://x.invalid", content: q.get("q") }] }) }));
+    }
+  });
+
+  it("redacts secrets in the result returned to the caller and in the audit row", async () => {
+    const secret = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.abcdefghijklmnop";
+    const pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END RSA PRIVATE KEY-----";
+    const res = await connectJsonPost(
+      "ExecuteSkill",
+      JSON.stringify({ key: "web_search", params: { query: `curl -H 'Authorization: ${secret}' https://admin:hunter2@db.internal ${pem}` } }),
+    );
+    const text = await res.text();
+    for (const leaked of ["c2VjcmV0LXRva2Vu", "hunter2", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"]) expect(text).not.toContain(leaked);
+    const row = await lastRow();
+    const raw = await m.database.db.execute(sql`select args_json::text as a, result_json::text as r from tool_calls where seq = ${row.seq}`);
+    const stored = JSON.stringify(raw);
+    for (const leaked of ["c2VjcmV0LXRva2Vu", "hunter2", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"]) expect(stored).not.toContain(leaked);
+    expect(stored).toContain("REDACTED");
+  });
+
+  it("VerifyChain holds, then names the row edited behind its back", async () => {
+    const audit = createClient(AuditService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const good = await audit.verifyChain({});
+    expect(good.ok).toBe(true);
+    expect(Number(good.rowsChecked)).toBeGreaterThan(10);
+    const list = await audit.listToolCalls({ toolName: "web_search", limit: 3 });
+    expect(list.toolCalls.length).toBe(3);
+    expect(list.toolCalls.every((t) => t.toolName === "web_search")).toBe(true);
+    const victim = Number(list.toolCalls[1].seq);
+    await m.database.db.execute(sql`update tool_calls set args_json = '{"query":"nothing to see"}'::jsonb where seq = ${victim}`);
+    const bad = await audit.verifyChain({});
+    expect(bad.ok).toBe(false);
+    expect(Number(bad.firstBrokenSeq)).toBe(victim);
+    expect(bad.reason).not.toBe("");
+  });
+});
+
+describe("errors never leak internals", () => {
+  it("maps a ConnectError code for a manager-scope skill given an edge id", async () => {
+    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const err = (await client.executeSkill({ key: "web_search", edgeId: "edge-1", input: { case: "params", value: { query: "x" } } }).catch((e) => e)) as ConnectError;
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage).toMatch(/edge_id: must be empty/);
+    expect(err.rawMessage).not.toMatch(/at .*\.ts:\d+/);
+  });
+});

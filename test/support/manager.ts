@@ -1,0 +1,27 @@
+/** Starts a real manager in this process on a free loopback port with its own PGlite data dir. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../manager/config/load.ts";
+import { createLogger, startManager, type Manager } from "../../manager/main.ts";
+
+/** A manager for one test file, plus its data directory. */
+export interface TestManager extends Manager {
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** Boots a manager; overrides are dotted config keys (e.g. "skills.web_search.url"). */
+export async function bootManager(overrides: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestManager> {
+  const dataDir = mkdtempSync(join(tmpdir(), "ongrid-test-"));
+  const config = loadConfig({ env, overrides: { "server.port": 0, data_dir: dataDir, ...overrides } });
+  const manager = await startManager(config, createLogger("silent"));
+  return {
+    ...manager,
+    dataDir,
+    async stop() {
+      await manager.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
