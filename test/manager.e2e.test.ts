@@ -168,20 +168,52 @@ describe("audit: one row per outcome, redacted, hash-chained", () => {
     }
   });
 
-  it("redacts secrets in the result returned to the caller and in the audit row", async () => {
-    const secret = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.abcdefghijklmnop";
-    const pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END RSA PRIVATE KEY-----";
-    const res = await connectJsonPost(
-      "ExecuteSkill",
-      JSON.stringify({ key: "web_search", params: { query: `curl -H 'Authorization: ${secret}' https://admin:hunter2@db.internal ${pem}` } }),
-    );
-    const text = await res.text();
-    for (const leaked of ["c2VjcmV0LXRva2Vu", "hunter2", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"]) expect(text).not.toContain(leaked);
-    const row = await lastRow();
-    const raw = await m.database.db.execute(sql`select args_json::text as a, result_json::text as r from tool_calls where seq = ${row.seq}`);
-    const stored = JSON.stringify(raw);
-    for (const leaked of ["c2VjcmV0LXRva2Vu", "hunter2", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"]) expect(stored).not.toContain(leaked);
-    expect(stored).toContain("REDACTED");
+  it("redacts every secret kind in the result returned to the caller and in the audit row", async () => {
+    const secrets: Record<string, string> = {
+      bearer: "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.abcdefghijklmnop",
+      authorization: "Authorization: Basic YWRtaW46c3VwZXJzZWNyZXQ=",
+      urlPassword: "https://admin:hunter2pass@db.internal:5432/app",
+      keyValue: "DB_PASSWORD=correct-horse-battery",
+      pem: "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END RSA PRIVATE KEY-----",
+      aws: "AKIAIOSFODNN7EXAMPLE",
+      github: "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    };
+    const leaks = ["c2VjcmV0LXRva2Vu", "YWRtaW46c3VwZXJzZWNyZXQ=", "hunter2pass", "correct-horse-battery", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo", "AKIAIOSFODNN7EXAMPLE", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"];
+    // web_search echoes the query into its result titles, so each secret reaches both args and result
+    for (const [kind, secret] of Object.entries(secrets)) {
+      const res = await connectJsonPost("ExecuteSkill", JSON.stringify({ key: "web_search", params: { query: `debug ${secret} now` } }));
+      const text = await res.text();
+      expect(JSON.parse(text).result.success, kind).toBe(true);
+      for (const leaked of leaks) expect(text, `${kind} leaked to the caller`).not.toContain(leaked);
+      const row = await lastRow();
+      const raw = await m.database.db.execute(sql`select args_json::text as a, result_json::text as r from tool_calls where seq = ${row.seq}`);
+      const stored = JSON.stringify(raw);
+      for (const leaked of leaks) expect(stored, `${kind} leaked to the audit row`).not.toContain(leaked);
+      expect(stored, kind).toContain("REDACTED");
+    }
+  });
+
+  it("serves a raw JSON schema byte for byte through GetSkill", async () => {
+    const raw = '{ "type":"object",\n  "properties": {"targets": {"type":"array","items":{"type":"object","properties":{"host":{"type":"string"}},"required":["host"]}}},\n  "additionalProperties":false }';
+    m.registry.register({
+      key: "fleet_probe_targets",
+      name: "Probe targets",
+      description: "Use when several host/port pairs must be checked at once; returns one entry per target.",
+      class: "safe",
+      scope: "manager",
+      rawSchema: raw,
+      resultPreview: "{}",
+      async execute(_ctx, p) {
+        return p;
+      },
+    });
+    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const got = await client.getSkill({ key: "fleet_probe_targets" });
+    expect(got.skill!.rawJsonSchema).toBe(raw);
+    expect(got.skill!.jsonSchema).toBe(raw);
+    const err = await client.executeSkill({ key: "fleet_probe_targets", input: { case: "params", value: { targets: [{ port: 1 }] } } }).catch((e) => e);
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage).toMatch(/targets\[0\]\.host.*\(rule: required\)/);
   });
 
   it("VerifyChain holds, then names the row edited behind its back", async () => {
@@ -189,6 +221,9 @@ describe("audit: one row per outcome, redacted, hash-chained", () => {
     const good = await audit.verifyChain({});
     expect(good.ok).toBe(true);
     expect(Number(good.rowsChecked)).toBeGreaterThan(10);
+    const head = await lastRow();
+    expect(Number(good.lastSeq)).toBe(head.seq);
+    expect(good.lastRowHash).toBe(head.rowHash);
     const list = await audit.listToolCalls({ toolName: "web_search", limit: 3 });
     expect(list.toolCalls.length).toBe(3);
     expect(list.toolCalls.every((t) => t.toolName === "web_search")).toBe(true);

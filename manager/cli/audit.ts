@@ -136,10 +136,10 @@ export function auditCommand(): Command {
       const report = url
         ? await rpcClients(url)
             .audit.verifyChain({})
-            .then((r) => ({ ok: r.ok, rowsChecked: Number(r.rowsChecked), firstBrokenSeq: Number(r.firstBrokenSeq), reason: r.reason }))
+            .then((r) => ({ ok: r.ok, rowsChecked: Number(r.rowsChecked), firstBrokenSeq: Number(r.firstBrokenSeq), reason: r.reason, lastSeq: Number(r.lastSeq), lastRowHash: r.lastRowHash }))
         : await withCore(opts, (core) => core.audit.verify());
       if (opts.json) console.log(JSON.stringify(report));
-      else if (report.ok) console.log(`audit chain intact: ${report.rowsChecked} rows checked`);
+      else if (report.ok) console.log(`audit chain intact: ${report.rowsChecked} rows checked; head ${report.lastSeq ?? 0} ${report.lastRowHash ?? ""}`.trimEnd());
       else console.log(`audit chain BROKEN at row ${report.firstBrokenSeq}: ${report.reason} (${report.rowsChecked} rows checked)`);
       if (!report.ok) process.exitCode = 1;
     });

@@ -33,7 +33,14 @@ export function createAuditService(deps: { audit: AuditLog }): ServiceImpl<typeo
     },
     async verifyChain() {
       const r = await audit.verify();
-      return { ok: r.ok, rowsChecked: BigInt(r.rowsChecked), firstBrokenSeq: BigInt(r.firstBrokenSeq), reason: r.reason };
+      return {
+        ok: r.ok,
+        rowsChecked: BigInt(r.rowsChecked),
+        firstBrokenSeq: BigInt(r.firstBrokenSeq),
+        reason: r.reason,
+        lastSeq: BigInt(r.lastSeq ?? 0),
+        lastRowHash: r.lastRowHash ?? "",
+      };
     },
   };
 }
