@@ -2,12 +2,12 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Interceptor } from "@connectrpc/connect";
 import pino, { type Logger } from "pino";
-import { createRegistry, type SkillRegistry } from "../skill/registry.ts";
+import type { SkillRegistry } from "../skill/registry.ts";
 import { openDatabase, type Database } from "./db/client.ts";
 import { createAuditLog } from "./audit/log.ts";
 import type { AuditLog } from "./audit/types.ts";
 import type { ManagerConfig } from "./config/schema.ts";
-import { MANAGER_BUILTINS } from "./builtin/index.ts";
+import { createManagerRegistry } from "./builtin/index.ts";
 import { createDispatcher, type Dispatcher } from "./dispatch/dispatch.ts";
 import { listen, type DualHandler } from "./server/listen.ts";
 import { routes } from "./server/routes.ts";
@@ -36,8 +36,7 @@ export function createLogger(level: ManagerConfig["log_level"]): Logger {
 
 /** Opens storage and the registry without listening: what the CLI needs to run skills in process. */
 export async function openCore(config: ManagerConfig, log: Logger) {
-  const registry = createRegistry({ log });
-  for (const def of MANAGER_BUILTINS) registry.register(def);
+  const registry = createManagerRegistry(log);
   const database = await openDatabase({ databaseUrl: config.database_url || undefined, dataDir: config.data_dir, log });
   const audit = createAuditLog(database, { log });
   const dispatcher = createDispatcher({ registry, audit, config, log });
@@ -90,6 +89,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     log,
     async close() {
       await listener.close();
+      await core.dispatcher.drain();
       await core.audit.flush();
       await core.database.close();
     },

@@ -23,8 +23,8 @@ function compareTrees(label, expectedDir, actualDir) {
   const a = files(expectedDir);
   const b = files(actualDir);
   for (const f of new Set([...a, ...b])) {
-    if (!a.includes(f)) problems.push(`${label}: ${f} would be created`);
-    else if (!b.includes(f)) problems.push(`${label}: ${f} is committed but would not be generated`);
+    if (!a.includes(f)) problems.push(`${label}: ${f} is committed but would not be generated`);
+    else if (!b.includes(f)) problems.push(`${label}: ${f} would be created`);
     else if (!readFileSync(join(expectedDir, f)).equals(readFileSync(join(actualDir, f)))) problems.push(`${label}: ${f} would change`);
   }
   return problems;

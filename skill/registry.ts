@@ -61,7 +61,7 @@ export function createRegistry(opts: RegistryOptions = {}): SkillRegistry {
     getOrThrow(key) {
       const skill = skills.get(key);
       if (!skill) {
-        throw new OngridError("not_found", `no skill "${key}" is registered`, "Call ListSkills to see the available skill keys.");
+        throw new OngridError("not_found", `unknown skill "${key}"`, "Call ListSkills to see the available skill keys.");
       }
       return skill;
     },

@@ -1,6 +1,6 @@
 /** The real `ongrid` CLI and `npm start`, as an operator would use them. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
@@ -105,6 +105,53 @@ describe("ongrid CLI", () => {
   });
 });
 
+describe("against a running manager", () => {
+  it("uses --manager URL for run, list, verify and export; the data dir stays locked; SIGTERM stops it cleanly", async () => {
+    const data = join(dir, "remote");
+    const { child, match } = await startAndWaitFor(process.execPath, ["bin/ongrid.mjs", "manager", "--port", "0", "--data", data], /listening on (http:\/\/\S+)/, { env: env() });
+    const url = match[1];
+    try {
+      const run = await runOngrid(["skills", "run", "web_search", "--param", "query=remote call", "--param", "limit=1", "--json", "--manager", url]);
+      expect(run.code, run.stderr).toBe(0);
+      const envelope = JSON.parse(run.stdout);
+      expect(envelope).toMatchObject({ success: true, truncated: false, edge_id: "", audit_seq: "1" });
+      expect(typeof envelope.duration_ms).toBe("number");
+
+      const bad = await runOngrid(["skills", "run", "web_search", "--param", "limit=0", "--manager", url]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/manager answered invalid_argument: .*param "limit": must be >= 1 \(rule: minimum\)/);
+
+      const list = await runOngrid(["audit", "list", "--json", "--manager", url]);
+      expect(JSON.parse(list.stdout).map((r: { seq: number }) => r.seq)).toEqual([1, 2]);
+      const table = await runOngrid(["skills", "list", "--scope", "manager", "--manager", url]);
+      expect(table.stdout).toMatch(/web_search\s+manager\s+safe/);
+      const wrongScope = await runOngrid(["skills", "list", "--scope", "edge", "--manager", url]);
+      expect(wrongScope.code).toBe(2);
+      expect(wrongScope.stderr).toMatch(/--scope: must be one of host, manager/);
+
+      const verify = await runOngrid(["audit", "verify", "--json", "--manager", url]);
+      expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, rowsChecked: 2, lastSeq: 2 });
+      const exp = await runOngrid(["audit", "export", "--manager", url]);
+      expect(exp.stdout.trim().split("\n").map((l) => JSON.parse(l).seq)).toEqual([1, 2]);
+      const badOut = await runOngrid(["audit", "export", "--out", join(dir, "no/such/dir/x.jsonl"), "--manager", url]);
+      expect(badOut.code).toBe(2);
+      expect(badOut.stderr).toMatch(/--out: cannot write .*ENOENT/);
+
+      const locked = await runOngrid(["audit", "list", "--data", data]);
+      expect(locked.code).toBe(1);
+      expect(locked.stderr).toContain(`pid ${child.pid}`);
+      expect(locked.stderr).toMatch(/--manager URL/);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once("exit", (c) => r(c))));
+    expect(code).toBe(0);
+    expect(existsSync(join(data, "ongrid.lock"))).toBe(false);
+    const after = await runOngrid(["audit", "verify", "--data", data]);
+    expect(after.stdout).toMatch(/intact: 2 rows checked/);
+  });
+});
+
 describe("npm start", () => {
   it("starts the manager on embedded PGlite and serves ListSkills", async () => {
     const data = join(dir, "start");
@@ -117,6 +164,5 @@ describe("npm start", () => {
     } finally {
       await stopGroup(child);
     }
-    expect(child.exitCode === 0 || child.signalCode !== null).toBe(true);
   });
 });

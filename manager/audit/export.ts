@@ -10,7 +10,7 @@ const PAGE = 1000;
  * Resolves with the number of rows written.
  */
 export async function exportJsonLines(
-  log: AuditLog,
+  log: Pick<AuditLog, "list">,
   filter: AuditFilter,
   write: (line: string) => void | Promise<void>,
 ): Promise<number> {

@@ -70,11 +70,12 @@ describeBothBackends("audit log", (backend) => {
     expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 5, firstBrokenSeq: 0, lastSeq: 5, lastRowHash: last.rowHash });
   });
 
-  test("limit defaults to 100 and is capped at 1000; verify and export page through every row", async () => {
+  test("limit defaults to 100, refuses more than 1000; verify and export page through every row", async () => {
     const audit = createAuditLog(await backend.open());
     await Promise.all(Array.from({ length: 1005 }, (_, i) => audit.append(rec({ sessionId: `s${i}` }))));
     expect(await audit.list()).toHaveLength(100);
-    expect(await audit.list({ limit: 5000 })).toHaveLength(1000);
+    expect(await audit.list({ limit: 1000 })).toHaveLength(1000);
+    await expect(audit.list({ limit: 5000 })).rejects.toThrow(/limit must be an integer from 1 to 1000/);
     const report = await audit.verify(); // crosses a verify page boundary
     expect(report).toMatchObject({ ok: true, rowsChecked: 1005 });
     const exported: number[] = [];

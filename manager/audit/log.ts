@@ -1,5 +1,6 @@
 /** The tamper-evident tool-call log (H1–H3) over drizzle: a batching writer, filtered listing and chain verification. */
 import { and, asc, desc, eq, gt, gte, lt, sql, type SQL } from "drizzle-orm";
+import { errorText } from "../db/error-text.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database, DbLogger } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
@@ -57,6 +58,10 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     let rows: AuditRow[];
     try {
       rows = await db.transaction(async (tx) => {
+        // Bounded waits: a stalled database or a stuck lock holder fails the batch (the callers get
+        // a clear error) instead of hanging every call behind it.
+        await tx.execute(sql`set local lock_timeout = '15s'`);
+        await tx.execute(sql`set local statement_timeout = '30s'`);
         await tx.execute(sql`select pg_advisory_xact_lock(${sql.raw(AUDIT_CHAIN_LOCK_KEY.toString())})`);
         const [head] = await tx
           .select({ seq: toolCalls.seq, rowHash: toolCalls.rowHash })
@@ -122,7 +127,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     if (filter.afterSeq !== undefined && filter.afterSeq !== 0) {
       where.push(gt(toolCalls.seq, checkInt(filter.afterSeq, "afterSeq", 0)));
     }
-    const limit = filter.limit === undefined || filter.limit === 0 ? DEFAULT_LIMIT : Math.min(checkInt(filter.limit, "limit", 1), MAX_LIMIT);
+    const limit = filter.limit === undefined || filter.limit === 0 ? DEFAULT_LIMIT : checkInt(filter.limit, "limit", 1, MAX_LIMIT);
     const rows = await db
       .select()
       .from(toolCalls)
@@ -182,16 +187,6 @@ function isDataError(err: unknown): boolean {
   return false;
 }
 
-/** The driver's reason under drizzle's "Failed query" wrapper. */
-function errorText(err: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = err, depth = 0; e && depth < 4; depth++, e = (e as { cause?: unknown }).cause) {
-    const msg = e instanceof Error ? e.message : String(e);
-    if (msg && !msg.startsWith("Failed query:")) parts.push(msg);
-  }
-  return parts.join(": ") || (err instanceof Error ? err.message.split("\n")[0]! : String(err));
-}
-
 function checkDate(d: Date, field: string): Date {
   if (!(d instanceof Date) || Number.isNaN(d.getTime())) {
     throw new OngridError("invalid_argument", `audit filter ${field} is not a valid date`, "pass an RFC 3339 timestamp");
@@ -199,9 +194,10 @@ function checkDate(d: Date, field: string): Date {
   return d;
 }
 
-function checkInt(n: number, field: string, min: number): number {
-  if (!Number.isSafeInteger(n) || n < min) {
-    throw new OngridError("invalid_argument", `audit filter ${field} must be an integer ≥ ${min}, got ${String(n)}`);
+function checkInt(n: number, field: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
+    throw new OngridError("invalid_argument", `audit filter ${field} must be an integer ${range}, got ${String(n)}`, "page with afterSeq");
   }
   return n;
 }

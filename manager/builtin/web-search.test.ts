@@ -63,6 +63,9 @@ describe("web_search", () => {
     expect((await run({ query: "x" }, { url: searx.url })).error).toMatchObject({ code: "upstream_bad_response" });
     searx.respond(() => ({ status: 200, body: JSON.stringify({ nothing: true }) }));
     expect((await run({ query: "x" }, { url: searx.url })).error).toMatchObject({ code: "upstream_bad_response" });
+    searx.respond(() => ({ status: 200, body: JSON.stringify({ results: [{ title: "x".repeat(3 * 1024 * 1024) }] }) }));
+    const huge = await run({ query: "x" }, { url: searx.url });
+    expect(huge.error).toMatchObject({ code: "upstream_bad_response", message: "search endpoint's answer exceeds 2097152 bytes" });
     searx.respond(() => ({ status: 502, body: "bad gateway" }));
     const e502 = await run({ query: "x" }, { url: searx.url });
     expect(e502.error).toMatchObject({ code: "upstream_error", message: "search endpoint answered HTTP 502" });

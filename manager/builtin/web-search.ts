@@ -17,7 +17,28 @@ function str(v: unknown, max = 2000): string {
   return typeof v === "string" ? v.slice(0, max) : "";
 }
 
-export default defineSkill<{ query: string; limit: number; category: string; language?: string; time_range?: string }>({
+const MAX_BODY_BYTES = 2 * 1024 * 1024;
+
+/** Reads at most `max` bytes of a response body; more is an error rather than unbounded memory. */
+async function readCapped(res: Response, max: number): Promise<string> {
+  const reader = res.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      throw new SkillError("upstream_bad_response", `search endpoint's answer exceeds ${max} bytes`, HINT_CONFIG);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export default defineSkill({
   key: "web_search",
   name: "Web search",
   description:
@@ -57,17 +78,18 @@ export default defineSkill<{ query: string; limit: number; category: string; lan
     const timeoutMs = parseDuration(settings.timeout ?? "10s");
     const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]);
     let res: Response;
+    let text: string;
     try {
       res = await fetch(url, { signal, headers: { accept: "application/json" } });
+      text = await readCapped(res, MAX_BODY_BYTES);
     } catch (err) {
-      if (ctx.signal.aborted) throw err;
+      if (ctx.signal.aborted || err instanceof SkillError) throw err;
       const e = err as Error & { cause?: { code?: string } };
       if (e.name === "TimeoutError") {
         throw new SkillError("upstream_timeout", `search endpoint did not answer within ${settings.timeout ?? "10s"}`, "retry later or raise skills.web_search.timeout");
       }
       throw new SkillError("upstream_unavailable", `cannot reach the search endpoint ${url.origin}: ${e.cause?.code ?? e.message}`, HINT_CONFIG);
     }
-    const text = await res.text();
     if (res.status === 403) {
       throw new SkillError("upstream_refused", `search endpoint refused the JSON format (HTTP 403)`, "enable `json` under search.formats in SearXNG's settings.yml");
     }

@@ -4,6 +4,8 @@ import { Command } from "commander";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { AuditFilter, AuditRow } from "../audit/types.ts";
 import { auditRowToJson, exportJsonLines } from "../audit/export.ts";
+import { parseDuration } from "../../skill/duration.ts";
+import { OngridError } from "../../skill/errors.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { ToolCall } from "../../proto/gen/ongrid/v1/audit_service_pb.ts";
 import { toJson } from "@bufbuild/protobuf";
@@ -34,10 +36,15 @@ function withFilters(cmd: Command): Command {
 
 function parseTime(flag: string, v: string | undefined): Date | undefined {
   if (!v) return undefined;
-  const ago = /^(\d+)(s|m|h|d)$/.exec(v);
-  if (ago) return new Date(Date.now() - Number(ago[1]) * { s: 1e3, m: 6e4, h: 36e5, d: 864e5 }[ago[2] as "s"]);
+  if (/^[0-9.]+[a-z]/.test(v) && !/^\d{4}-/.test(v)) {
+    try {
+      return new Date(Date.now() - parseDuration(v));
+    } catch {
+      /* not a duration: try a time below */
+    }
+  }
   const d = new Date(v);
-  if (Number.isNaN(d.getTime())) flagError(flag, `"${v}" is neither an ISO 8601 time nor a duration like 1h`);
+  if (Number.isNaN(d.getTime())) flagError(flag, `"${v}" is neither an ISO 8601 time nor a duration ago like 90m or 1h30m`);
   return d;
 }
 
@@ -98,6 +105,15 @@ async function remoteList(url: string, filter: AuditFilter): Promise<AuditRow[]>
   return res.toolCalls.map(fromProto);
 }
 
+/** Opens the --out file, or fails naming the flag (instead of an unhandled stream error). */
+function openOut(path: string): Promise<ReturnType<typeof createWriteStream>> {
+  return new Promise((resolve, reject) => {
+    const stream = createWriteStream(path);
+    stream.once("open", () => resolve(stream));
+    stream.once("error", (err) => reject(new OngridError("invalid_argument", `--out: cannot write ${path}: ${err.message}`)));
+  });
+}
+
 /** Builds the `audit` command group. */
 export function auditCommand(): Command {
   const cmd = new Command("audit").description("query, verify and export the tool-call audit log");
@@ -148,21 +164,12 @@ export function auditCommand(): Command {
     .option("--out <file>", "write to this file instead of stdout")
     .action(async (opts: FilterFlags & CoreOptions & { out?: string }) => {
       const filter = toFilter(opts);
-      const out = opts.out ? createWriteStream(opts.out) : process.stdout;
+      const out = opts.out ? await openOut(opts.out) : process.stdout;
       const write = (line: string) =>
         new Promise<void>((resolve, reject) => out.write(line + "\n", (err) => (err ? reject(err) : resolve())));
       const url = managerUrl(opts);
-      if (url) {
-        let after = filter.afterSeq ?? 0;
-        for (;;) {
-          const rows = await remoteList(url, { ...filter, afterSeq: after, limit: 1000 });
-          for (const r of rows) await write(JSON.stringify(auditRowToJson(r)));
-          if (rows.length < 1000) break;
-          after = rows[rows.length - 1].seq;
-        }
-      } else {
-        await withCore(opts, (core) => exportJsonLines(core.audit, filter, write));
-      }
+      if (url) await exportJsonLines({ list: (f) => remoteList(url, f ?? {}) }, filter, write);
+      else await withCore(opts, (core) => exportJsonLines(core.audit, filter, write));
       if (opts.out) await new Promise<void>((resolve) => (out as ReturnType<typeof createWriteStream>).end(resolve));
     });
   return cmd;

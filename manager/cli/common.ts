@@ -62,7 +62,7 @@ export function printTable(rows: Array<Record<string, string>>, columns: string[
   for (const r of rows) console.log(line(columns.map((c) => r[c] ?? "")));
 }
 
-/** Parses a duration flag like 30s into milliseconds, or fails naming the flag. */
+/** Refuses a command-line value, naming the flag (exit code 2). */
 export function flagError(flag: string, message: string): never {
   throw new OngridError("invalid_argument", `${flag}: ${message}`);
 }

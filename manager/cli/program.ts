@@ -1,7 +1,7 @@
 /** The `ongrid` command line: the manager server, skills and audit commands. */
 import { Command, CommanderError } from "commander";
 import { OngridError } from "../../skill/errors.ts";
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { loadConfig, configReference } from "../config/load.ts";
 import { startManager, MANAGER_VERSION } from "../main.ts";
 import { skillsCommand } from "./skills.ts";
@@ -28,15 +28,20 @@ function managerCommand(): Command {
       console.log(`ongrid manager ${MANAGER_VERSION} listening on ${manager.url} (database: ${manager.database.kind}${manager.database.kind === "pglite" ? ` in ${config.data_dir}` : ""})`);
       console.log(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`);
       let stopping = false;
-      const stop = async (signal: string) => {
+      const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
         manager.log.info({ signal }, "shutting down");
-        await manager.close();
-        process.exit(0);
+        manager.close().then(
+          () => process.exit(0),
+          (err) => {
+            console.error(`ongrid: shutdown failed: ${(err as Error).message}`);
+            process.exit(1);
+          },
+        );
       };
-      process.on("SIGINT", () => void stop("SIGINT"));
-      process.on("SIGTERM", () => void stop("SIGTERM"));
+      process.on("SIGINT", () => stop("SIGINT"));
+      process.on("SIGTERM", () => stop("SIGTERM"));
     });
 }
 
@@ -72,8 +77,9 @@ export async function runCli(argv: string[]): Promise<void> {
       return;
     }
     if (err instanceof ConnectError) {
-      console.error(`ongrid: manager answered ${err.code === undefined ? "" : err.name}: ${err.rawMessage}`);
-      process.exitCode = 1;
+      const code = Code[err.code].replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase());
+      console.error(`ongrid: manager answered ${code}: ${err.rawMessage}`);
+      process.exitCode = err.code === Code.InvalidArgument ? 2 : 1;
       return;
     }
     console.error(`ongrid: ${(err as Error).message}`);

@@ -5,12 +5,11 @@ import { MetadataSchema, SkillResultSchema } from "../../proto/gen/ongrid/v1/ski
 import { parseDuration } from "../../skill/duration.ts";
 import { lintRegistry, formatFindings } from "../../skill/lint.ts";
 import { metadataToProto, resultToProto } from "../server/convert.ts";
-import { MANAGER_BUILTINS } from "../builtin/index.ts";
-import { createRegistry } from "../../skill/registry.ts";
+import { MANAGER_BUILTINS, createManagerRegistry } from "../builtin/index.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
-import { classFromProto, scopeFromProto } from "../server/convert.ts";
+import { classFromProto, classToProto, scopeFromProto, scopeToProto } from "../server/convert.ts";
 
 /** Turns `--param k=v` strings into typed params using the skill's JSON Schema. */
 export function coerceParams(pairs: string[], jsonSchema: { properties?: Record<string, { type?: string | string[] }> }): Record<string, unknown> {
@@ -43,22 +42,24 @@ function metaRow(m: Metadata): Record<string, string> {
   return { key: m.key, scope: scopeFromProto(m.scope) ?? "", class: classFromProto(m.class) ?? "", category: m.category, name: m.name };
 }
 
+const SCOPES = ["host", "manager"] as const;
+const CLASSES = ["safe", "mutating", "dangerous"] as const;
+
 async function listMetadata(opts: CoreOptions & { scope?: string; class?: string; category?: string }): Promise<Metadata[]> {
+  if (opts.scope && !SCOPES.includes(opts.scope as never)) flagError("--scope", `must be one of ${SCOPES.join(", ")}`);
+  if (opts.class && !CLASSES.includes(opts.class as never)) flagError("--class", `must be one of ${CLASSES.join(", ")}`);
+  const filter = { scope: opts.scope as (typeof SCOPES)[number] | undefined, class: opts.class as (typeof CLASSES)[number] | undefined, category: opts.category };
   const url = managerUrl(opts);
-  let skills: Metadata[];
   if (url) {
-    skills = (await rpcClients(url).skills.listSkills({})).skills;
-  } else {
-    const registry = createRegistry();
-    for (const def of MANAGER_BUILTINS) registry.register(def);
-    skills = registry.list().map((s) => metadataToProto(s));
+    return (
+      await rpcClients(url).skills.listSkills({
+        scope: filter.scope ? scopeToProto(filter.scope) : undefined,
+        class: filter.class ? classToProto(filter.class) : undefined,
+        category: filter.category ?? "",
+      })
+    ).skills;
   }
-  return skills.filter(
-    (m) =>
-      (!opts.scope || scopeFromProto(m.scope) === opts.scope) &&
-      (!opts.class || classFromProto(m.class) === opts.class) &&
-      (!opts.category || m.category === opts.category),
-  );
+  return createManagerRegistry().list(filter).map((s) => metadataToProto(s));
 }
 
 /** Builds the `skills` command group. */
@@ -109,7 +110,7 @@ export function skillsCommand(): Command {
           paramsJson = JSON.stringify(coerceParams(opts.param, schema));
         }
         const res = await skills.executeSkill({ key, input: { case: "paramsJson", value: paramsJson }, edgeId: opts.edge ?? "", sessionId: opts.session ?? "", timeoutMs: timeoutMs ?? 0 });
-        envelope = toJson(SkillResultSchema, res.result!, { alwaysEmitImplicit: true }) as Record<string, unknown>;
+        envelope = toJson(SkillResultSchema, res.result!, { alwaysEmitImplicit: true, useProtoFieldName: true }) as Record<string, unknown>;
         seq = String(res.auditSeq);
       } else {
         const out = await withCore(opts, async (core) => {
@@ -123,7 +124,7 @@ export function skillsCommand(): Command {
             caller: { userId: `cli:${process.env.USER ?? "local"}`, role: "admin" },
           });
         });
-        envelope = toJson(SkillResultSchema, resultToProto(out.result), { alwaysEmitImplicit: true }) as Record<string, unknown>;
+        envelope = toJson(SkillResultSchema, resultToProto(out.result), { alwaysEmitImplicit: true, useProtoFieldName: true }) as Record<string, unknown>;
         seq = String(out.auditSeq);
       }
       if (opts.json) console.log(JSON.stringify({ ...envelope, audit_seq: seq }, null, 2));
@@ -131,7 +132,7 @@ export function skillsCommand(): Command {
         console.log(JSON.stringify(envelope.output ?? null, null, 2));
         const err = envelope.error as { code: string; message: string; hint: string } | undefined;
         if (err && !envelope.success) console.error(`error ${err.code}: ${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`);
-        console.error(`(${envelope.durationMs ?? 0} ms${envelope.truncated ? ", truncated" : ""}, audit row ${seq})`);
+        console.error(`(${envelope.duration_ms ?? 0} ms${envelope.truncated ? ", truncated" : ""}, audit row ${seq})`);
       }
       if (!envelope.success) process.exitCode = 1;
     });
@@ -141,8 +142,7 @@ export function skillsCommand(): Command {
     .description("check every registered skill against the ACI new-tool checklist")
     .option("--json", "print findings as JSON")
     .action(async (opts) => {
-      const registry = createRegistry();
-      for (const def of MANAGER_BUILTINS) registry.register(def);
+      const registry = createManagerRegistry();
       const findings = lintRegistry(MANAGER_BUILTINS);
       if (opts.json) console.log(JSON.stringify(findings, null, 2));
       else console.log(findings.length ? formatFindings(findings) : `${registry.size} skills checked, no findings`);

@@ -29,7 +29,24 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "soon" } })).toThrow(/skills\.default_timeout: must match format "duration" \(rule: format; set by ONGRID_SKILL_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_TLS_CERT: "/x.pem" } })).toThrow(/server\.tls_key: tls_cert and tls_key must be set together/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "1h" } })).toThrow(/skills\.default_timeout: must not exceed skills\.max_timeout/);
+    expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "0s" } })).toThrow(/skills\.default_timeout: must be at least 1ms \(rule: minimum\) \(set by ONGRID_SKILL_TIMEOUT\)/);
+    expect(() => loadConfig({ env: { ONGRID_WEB_SEARCH_TIMEOUT: "0ms" } })).toThrow(/skills\.web_search\.timeout: must be at least 1ms/);
+    expect(() => loadConfig({ env: { ONGRID_SKILL_MAX_TIMEOUT: "99999999999h" } })).toThrow(/skills\.max_timeout: /);
     expect(() => loadConfig({ file: "/nonexistent/ongrid.yaml", env: {} })).toThrow(/config file \/nonexistent\/ongrid\.yaml: cannot read it/);
+  });
+
+  it("reports every bad value at once, environment and file alike", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ongrid-cfg-"));
+    writeFileSync(join(dir, "c.yaml"), "server:\n  prot: 80\n");
+    let message = "";
+    try {
+      loadConfig({ file: join(dir, "c.yaml"), env: { ONGRID_PORT: "seventy", ONGRID_OUTPUT_CAP_BYTES: "lots" } });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/server\.port: must be integer \(rule: type; set by ONGRID_PORT, got "seventy"\)/);
+    expect(message).toMatch(/skills\.output_cap_bytes: must be integer \(rule: type; set by ONGRID_OUTPUT_CAP_BYTES, got "lots"\)/);
+    expect(message).toMatch(/server\.prot: is not a known key \(rule: additionalProperties; set by file .*c\.yaml\)/);
   });
 
   it("refuses a file that is not a mapping or not YAML", () => {
@@ -42,11 +59,13 @@ describe("loadConfig", () => {
 
   it("is documented key for key in docs/config.md", () => {
     const doc = readFileSync(resolve(import.meta.dirname, "../../docs/config.md"), "utf8");
+    const rows = doc.split("\n").filter((l) => /^\| `[a-z_.]+` \|/.test(l));
+    expect(rows.map((l) => l.split("`")[1])).toEqual(configReference().map((r) => r.key));
     for (const r of configReference()) {
-      const row = doc.split("\n").find((l) => l.startsWith(`| \`${r.key}\` |`));
+      const row = rows.find((l) => l.startsWith(`| \`${r.key}\` |`));
       expect(row, `docs/config.md lacks ${r.key}`).toBeDefined();
-      expect(row).toContain(`\`${typeof r.default === "string" ? (r.default === "" ? '""' : r.default) : JSON.stringify(r.default)}\``);
-      expect(row).toContain(r.env);
+      const shown = typeof r.default === "string" ? (r.default === "" ? '""' : r.default) : JSON.stringify(r.default);
+      expect(row).toBe(`| \`${r.key}\` | \`${shown}\` | \`${r.env}\` | ${r.description} |`);
     }
   });
 });

@@ -43,10 +43,12 @@ function setPath(obj: Record<string, any>, path: string[], value: unknown): void
   cur[path[path.length - 1]] = value;
 }
 
-function coerce(leaf: Leaf, raw: string, source: string): unknown {
+/** Environment and flag values are strings; integers are converted here, and a bad one is reported with the rest. */
+function coerce(leaf: Leaf, raw: string, source: string, problems: string[]): unknown {
   if (leaf.type !== "integer") return raw;
   if (!/^-?\d+$/.test(raw.trim())) {
-    throw new OngridError("invalid_argument", `invalid config: ${leaf.path.join(".")}: must be integer (rule: type; set by ${source}, got "${raw}")`);
+    problems.push(`${leaf.path.join(".")}: must be integer (rule: type; set by ${source}, got "${raw}")`);
+    return undefined;
   }
   return Number(raw.trim());
 }
@@ -97,23 +99,26 @@ export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
     };
     mark(doc, []);
   }
+  const problems: string[] = [];
   for (const leaf of LEAVES) {
     const raw = leaf.env ? env[leaf.env] : undefined;
     if (raw === undefined || raw === "") continue;
-    setPath(doc, leaf.path, coerce(leaf, raw, leaf.env!));
+    const value = coerce(leaf, raw, leaf.env!, problems);
+    if (value !== undefined) setPath(doc, leaf.path, value);
     sources.set(leaf.path.join("."), leaf.env!);
   }
   for (const [key, value] of Object.entries(opts.overrides ?? {})) {
     if (value === undefined) continue;
     const leaf = LEAVES.find((l) => l.path.join(".") === key);
     if (!leaf) throw new OngridError("internal", `unknown config override ${key}`);
-    setPath(doc, leaf.path, typeof value === "string" ? coerce(leaf, value, `flag for ${key}`) : value);
+    const v = typeof value === "string" ? coerce(leaf, value, `flag for ${key}`, problems) : value;
+    if (v !== undefined) setPath(doc, leaf.path, v);
     sources.set(key, `command-line flag`);
   }
   for (const section of ["server", "skills"]) if (doc[section] === undefined) doc[section] = {};
   if (doc.skills && typeof doc.skills === "object" && doc.skills.web_search === undefined) doc.skills.web_search = {};
-  if (!validate(doc)) {
-    const lines = (validate.errors ?? []).map((e) => describe(e, sources));
+  if (!validate(doc) || problems.length) {
+    const lines = [...problems, ...(validate.errors ?? []).map((e) => describe(e, sources))];
     throw new OngridError("invalid_argument", `invalid config:\n  ${[...new Set(lines)].join("\n  ")}`, "see docs/config.md for every key");
   }
   const cfg = doc as unknown as ManagerConfig;
@@ -122,14 +127,25 @@ export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
 }
 
 function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void {
-  const bad = (key: string, msg: string) => {
+  const bad = (key: string, msg: string): never => {
     const src = sources.get(key);
     throw new OngridError("invalid_argument", `invalid config:\n  ${key}: ${msg}${src ? ` (set by ${src})` : ""}`, "see docs/config.md for every key");
   };
   if (Boolean(cfg.server.tls_cert) !== Boolean(cfg.server.tls_key)) {
     bad(cfg.server.tls_cert ? "server.tls_key" : "server.tls_cert", "tls_cert and tls_key must be set together");
   }
-  if (parseDuration(cfg.skills.default_timeout) > parseDuration(cfg.skills.max_timeout)) {
+  const ms = (key: string, value: string): number => {
+    let n: number;
+    try {
+      n = parseDuration(value);
+    } catch (err) {
+      return bad(key, (err as Error).message);
+    }
+    if (n < 1) bad(key, `must be at least 1ms (rule: minimum)`);
+    return n;
+  };
+  ms("skills.web_search.timeout", cfg.skills.web_search.timeout);
+  if (ms("skills.default_timeout", cfg.skills.default_timeout) > ms("skills.max_timeout", cfg.skills.max_timeout)) {
     bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout})`);
   }
 }

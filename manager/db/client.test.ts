@@ -38,8 +38,8 @@ describeBothBackends("openDatabase", (backend) => {
     const second = await store.open();
     const applied = await store.query<{ n: number | string }>("select count(*)::int as n from drizzle.__drizzle_migrations");
     expect(Number(applied[0]!.n)).toBe(1);
-    const cols = await second.db.execute(sql`select column_name from information_schema.columns where table_name = 'tool_calls'`);
-    expect(cols).toBeDefined();
+    const cols = await store.query<{ column_name: string }>("select column_name from information_schema.columns where table_name = 'tool_calls'");
+    expect(cols.map((c) => c.column_name)).toEqual(expect.arrayContaining(["seq", "args_json", "prev_hash", "row_hash", "decision", "sop_hash"]));
   });
 
   if (backend.kind === "postgres") {

@@ -11,6 +11,7 @@ import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import type { Logger } from "pino";
 import postgres from "postgres";
 import { OngridError } from "../../skill/errors.ts";
+import { errorText } from "./error-text.ts";
 import { acquireLock, type DirLock } from "./lock.ts";
 import * as schema from "./schema/index.ts";
 
@@ -175,19 +176,3 @@ function scrub(text: string, secrets: string[]): string {
   return out;
 }
 
-/** The most specific message an error carries (drizzle wraps driver errors in `cause`). */
-function errorText(err: unknown): string {
-  const parts: string[] = [];
-  let e: unknown = err;
-  for (let depth = 0; e && depth < 4; depth++) {
-    if (e instanceof AggregateError && e.errors.length > 0) e = e.errors[0];
-    const msg = e instanceof Error ? e.message : String(e);
-    const code = (e as { code?: unknown }).code;
-    const text = msg || (typeof code === "string" ? code : "");
-    if (text && !parts.some((p) => p.includes(text))) parts.push(text);
-    e = (e as { cause?: unknown }).cause;
-  }
-  // Drizzle's "Failed query: <sql>" wrapper says less than the driver's reason underneath it.
-  const useful = parts.filter((p) => !p.startsWith("Failed query:"));
-  return (useful.length > 0 ? useful : parts).join(": ") || "unknown error";
-}

@@ -6,6 +6,7 @@ import { parseDuration } from "../../skill/duration.ts";
 import { validateParams } from "../../skill/validate.ts";
 import { effectiveClass, type SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
+import { redactString } from "../../skill/redact.ts";
 import type { ResultEnvelope, Skill } from "../../skill/types.ts";
 import type { AuditLog } from "../audit/types.ts";
 import type { ManagerConfig } from "../config/schema.ts";
@@ -77,9 +78,12 @@ export function createDispatcher(deps: DispatcherDeps) {
     try {
       return JSON.parse(input.paramsJson);
     } catch (err) {
+      // The parser's message quotes the text around the fault, which may be part of a secret:
+      // report only where it failed.
+      const at = /position (\d+)/.exec((err as Error).message)?.[1];
       throw new OngridError(
         "invalid_argument",
-        `params_json: is not valid JSON (rule: json): ${(err as Error).message}`,
+        `params_json: is not valid JSON (rule: json)${at ? ` at position ${at}` : ""}`,
         "send the params as a JSON object, e.g. {\"query\": \"nginx 502\"}",
       );
     }
@@ -87,10 +91,7 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   function resolveSkill(input: ExecuteInput): Skill {
     if (!input.key) throw new OngridError("invalid_argument", "key: is required (rule: required)", "name a skill; ListSkills shows the keys");
-    const skill = registry.get(input.key);
-    if (!skill) {
-      throw new OngridError("not_found", `unknown skill "${input.key}"`, "call ListSkills to see the available keys");
-    }
+    const skill = registry.getOrThrow(input.key);
     if (skill.meta.scope === "manager" && input.edgeId) {
       throw new OngridError(
         "invalid_argument",
@@ -108,8 +109,23 @@ export function createDispatcher(deps: DispatcherDeps) {
     return skill;
   }
 
+  const inflight = new Set<Promise<unknown>>();
+
   /** Runs one call end to end; throws AuditedError for refusals, returns the envelope otherwise. */
-  async function execute(input: ExecuteInput): Promise<ExecuteOutput> {
+  function execute(input: ExecuteInput): Promise<ExecuteOutput> {
+    const p = executeOnce(input);
+    inflight.add(p);
+    const done = () => inflight.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  /** Resolves once every call started so far has written its audit row. */
+  async function drain(): Promise<void> {
+    while (inflight.size) await Promise.allSettled([...inflight]);
+  }
+
+  async function executeOnce(input: ExecuteInput): Promise<ExecuteOutput> {
     const startedAt = new Date();
     const callId = randomUUID();
     let args: unknown = input.paramsJson ?? input.params ?? {};
@@ -154,7 +170,12 @@ export function createDispatcher(deps: DispatcherDeps) {
         signal: input.signal,
       });
     } catch (err) {
-      const e = err instanceof OngridError ? err : new OngridError("internal", (err as Error).message ?? String(err));
+      let e: OngridError;
+      if (err instanceof OngridError) e = err;
+      else {
+        log.error({ err: { message: redactString(String((err as Error)?.message ?? err)), stack: redactString(String((err as Error)?.stack ?? "")) } }, "unexpected error while dispatching a call");
+        e = new OngridError("internal", "internal error while dispatching the call; see the manager log");
+      }
       const finishedAt = new Date();
       const row = await audit.append({
         ...base(),
@@ -180,7 +201,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     return { result, auditSeq: row.seq };
   }
 
-  return { execute };
+  return { execute, drain };
 }
 
 /** The dispatcher's interface, for the RPC services and the CLI. */

@@ -40,6 +40,15 @@ export function scopeFromProto(s: SkillScope): Scp | undefined {
   return (Object.keys(SCOPE_TO_PROTO) as Scp[]).find((k) => SCOPE_TO_PROTO[k] === s);
 }
 
+/** Framework class → proto class. */
+export function classToProto(c: Cls): SkillClass {
+  return CLASS_TO_PROTO[c];
+}
+/** Framework scope → proto scope. */
+export function scopeToProto(s: Scp): SkillScope {
+  return SCOPE_TO_PROTO[s];
+}
+
 /** A registered skill as the contract's Metadata. */
 export function metadataToProto(skill: Skill, edgeIds: string[] = []): Metadata {
   const m = skill.meta;

@@ -2,6 +2,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { OngridError, type ErrorCode } from "../../skill/errors.ts";
+import { redactString } from "../../skill/redact.ts";
 
 const CODES: Record<ErrorCode, Code> = {
   invalid_argument: Code.InvalidArgument,
@@ -27,6 +28,7 @@ export function toConnectError(err: unknown, log?: Logger): ConnectError {
     if (seq !== undefined) ce.metadata.set("ongrid-audit-seq", String(seq));
     return ce;
   }
-  log?.error({ err }, "unexpected error in RPC handler");
+  const e = err as Error;
+  log?.error({ err: { message: redactString(String(e?.message ?? err)), stack: redactString(String(e?.stack ?? "")) } }, "unexpected error in RPC handler");
   return new ConnectError("internal error; see the manager log", Code.Internal);
 }

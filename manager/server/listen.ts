@@ -33,6 +33,10 @@ export interface Listener {
 }
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0");
+/** A connection must send its first bytes within this time. */
+const FIRST_BYTES_MS = 30_000;
+/** An HTTP/2 session with no activity for this long is closed (edges keep theirs alive with heartbeats). */
+const IDLE_MS = 300_000;
 
 /** Starts the front door and resolves once it accepts connections. */
 export async function listen(handler: DualHandler, opts: ListenOptions): Promise<Listener> {
@@ -52,24 +56,40 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
     } catch (err) {
       throw new OngridError("invalid_argument", `server.tls_cert/tls_key: cannot read: ${(err as Error).message}`);
     }
-    const secure = http2.createSecureServer({ cert, key, allowHTTP1: true }, handler as never);
+    let secure: http2.Http2SecureServer;
+    try {
+      secure = http2.createSecureServer({ cert, key, allowHTTP1: true }, handler as never);
+    } catch (err) {
+      throw new OngridError("invalid_argument", `server.tls_cert/tls_key: not a usable PEM certificate and key: ${(err as Error).message}`, "check that the files hold a PEM certificate and its matching private key");
+    }
+    secure.setTimeout(IDLE_MS);
     secure.on("session", track);
     server = secure;
   } else {
     const h2 = http2.createServer({}, handler as never);
     h2.on("session", track);
+    h2.setTimeout(IDLE_MS);
     const h1 = http.createServer(handler as never);
     h1.keepAliveTimeout = 65_000;
     server = net.createServer((socket) => {
-      socket.once("error", () => socket.destroy());
-      socket.once("data", (chunk: Buffer) => {
+      socket.on("error", () => socket.destroy());
+      // A connection that sends nothing is closed; one that does is handed over once its first
+      // bytes tell the HTTP/2 preface from an HTTP/1.1 request line.
+      socket.setTimeout(FIRST_BYTES_MS, () => socket.destroy());
+      let head = Buffer.alloc(0);
+      const onData = (chunk: Buffer) => {
+        head = Buffer.concat([head, chunk]);
+        const n = Math.min(head.length, PREFACE.length);
+        const prefixMatches = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+        if (prefixMatches && n < PREFACE.length) return; // could still be either: wait for more
+        socket.off("data", onData);
         socket.pause();
-        socket.unshift(chunk);
-        const n = Math.min(chunk.length, PREFACE.length);
-        const isH2 = chunk.subarray(0, n).equals(PREFACE.subarray(0, n));
-        (isH2 ? h2 : h1).emit("connection", socket);
+        socket.setTimeout(0);
+        socket.unshift(head);
+        (prefixMatches ? h2 : h1).emit("connection", socket);
         process.nextTick(() => socket.resume());
-      });
+      };
+      socket.on("data", onData);
     });
   }
   server.on("connection", (s: net.Socket) => {

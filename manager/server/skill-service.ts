@@ -1,7 +1,6 @@
 /** ongrid.v1.SkillService: list, get and execute skills over Connect, gRPC and gRPC-Web. */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
-import { OngridError } from "../../skill/errors.ts";
 import type { SkillRegistry } from "../../skill/registry.ts";
 import type { Dispatcher } from "../dispatch/dispatch.ts";
 import { classFromProto, metadataToProto, resultToProto, scopeFromProto } from "./convert.ts";
@@ -19,9 +18,7 @@ export function createSkillService(deps: { registry: SkillRegistry; dispatcher: 
       return { skills: skills.map((s) => metadataToProto(s)) };
     },
     getSkill(req) {
-      const skill = registry.get(req.key);
-      if (!skill) throw new OngridError("not_found", `unknown skill "${req.key}"`, "call ListSkills to see the available keys");
-      return { skill: metadataToProto(skill) };
+      return { skill: metadataToProto(registry.getOrThrow(req.key)) };
     },
     async executeSkill(req, ctx) {
       const out = await dispatcher.execute({

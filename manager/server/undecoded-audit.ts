@@ -34,19 +34,29 @@ export const markDecoded: Interceptor = (next) => async (req) => {
   return next(req);
 };
 
-function errorFromResponse(res: http.ServerResponse | http2.Http2ServerResponse, body: string): string {
+const GRPC_CODE_NAMES: Record<string, string> = { "3": "invalid_argument", "8": "resource_exhausted", "12": "unimplemented", "16": "unauthenticated" };
+const EXPLANATIONS: Record<string, string> = {
+  invalid_argument: "the request body could not be decoded",
+  resource_exhausted: "the request body exceeds server.max_request_bytes",
+};
+
+/**
+ * The refusal's code, with a fixed explanation: decoder messages quote the body around the fault
+ * (possibly part of a secret), so they are not copied into the audit row.
+ */
+function refusalFromResponse(res: http.ServerResponse | http2.Http2ServerResponse, body: string): string {
+  let code: string | undefined;
   const grpcStatus = res.getHeader("grpc-status") ?? (res as { _trailers?: Record<string, string> })._trailers?.["grpc-status"];
-  if (grpcStatus !== undefined) {
-    const msg = res.getHeader("grpc-message");
-    return `grpc-status ${grpcStatus}: ${msg ? decodeURIComponent(String(msg)) : "request refused"}`;
+  if (grpcStatus !== undefined) code = GRPC_CODE_NAMES[String(grpcStatus)] ?? `grpc-status ${grpcStatus}`;
+  else {
+    try {
+      code = (JSON.parse(body) as { code?: string }).code;
+    } catch {
+      /* not a Connect JSON error body */
+    }
   }
-  try {
-    const parsed = JSON.parse(body) as { code?: string; message?: string };
-    if (parsed.code) return `${parsed.code}: ${parsed.message ?? ""}`;
-  } catch {
-    /* not a Connect JSON error body */
-  }
-  return `http ${res.statusCode}: request refused before decoding`;
+  code ??= `http ${res.statusCode}`;
+  return `${code}: ${EXPLANATIONS[code] ?? "the request was refused before it was decoded"}`;
 }
 
 /** Wraps the RPC handler so refused-before-decoding ExecuteSkill requests are audited too. */
@@ -85,7 +95,7 @@ export function auditUndecoded(handler: DualHandler, audit: AuditLog, log: Logge
     res.once("close", () => {
       if (state.decoded) return;
       const finishedAt = new Date();
-      const error = errorFromResponse(res, Buffer.concat(chunks).toString("utf8"));
+      const error = refusalFromResponse(res, Buffer.concat(chunks).toString("utf8"));
       audit
         .append({
           sessionId: "",
