@@ -14,7 +14,8 @@ export {
   type SkillFilter,
   type RegistryOptions,
 } from "./registry.ts";
-export { redact, redactString, isSecretName, REDACTED, REDACTED_PRIVATE_KEY } from "./redact.ts";
+export { redact, redactString, isSecretName, SECRET_NAME_WORDS, REDACTED, REDACTED_PRIVATE_KEY } from "./redact.ts";
+export { toPlainJson } from "./json.ts";
 export { truncateOutput, TRUNCATION_MARKER_PREFIX, type TruncatedOutput } from "./truncate.ts";
 export { runSkill, type RunOptions } from "./run.ts";
 export { lintSkill, lintRegistry, formatFindings, LINT_RULES, type LintFinding, type LintRule, type LintTarget } from "./lint.ts";

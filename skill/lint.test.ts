@@ -1,6 +1,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { formatFindings, lintRegistry, lintSkill, type LintFinding } from "./lint.ts";
+import { isSecretName } from "./redact.ts";
 import { createRegistry } from "./registry.ts";
 import type { SkillDefinition } from "./types.ts";
 
@@ -112,6 +113,29 @@ describe("lintSkill", () => {
     expect(rules(lintSkill(skill))).toEqual(["class-explicit"]);
     const explicit = createRegistry().register(good);
     expect(lintSkill(explicit)).toEqual([]);
+  });
+
+  it.each(["password", "db_password", "passwd", "pwd", "token", "accessToken", "secret", "client_secret", "api_key", "apiKey", "access_key", "secret_key", "private_key", "authorization", "cookie", "credentials", "account_key"])(
+    "flags a %s param as a plaintext credential",
+    (name) => {
+      const findings = lintSkill({ ...good, params: { [name]: { type: "string", description: "x" } } });
+      expect(rules(findings)).toEqual(["no-plaintext-credentials"]);
+    },
+  );
+
+  it.each(["page_token", "next_token", "nextPageToken", "continuation_token", "sync_token", "resume_token", "max_tokens", "token_count", "secret_name", "PWD", "key"])(
+    "does not flag a %s param",
+    (name) => {
+      expect(lintSkill({ ...good, params: { [name]: { type: "string", description: "x" } } })).toEqual([]);
+    },
+  );
+
+  it("uses the same notion of a secret name as redaction", () => {
+    const names = ["password", "mysql_pwd", "x-api-key", "AccessKey", "Authorization", "set-cookie", "credential", "AccountKey", "page_token", "syncToken", "tokens_used", "OLDPWD", "user", "query"];
+    for (const name of names) {
+      const flagged = lintSkill({ ...good, params: { [name]: { type: "string", description: "x" } } }).some((f) => f.rule === "no-plaintext-credentials");
+      expect([name, flagged]).toEqual([name, isSecretName(name)]);
+    }
   });
 
   it("warns about a scalar result preview", () => {

@@ -1,3 +1,4 @@
+import { isSecretName } from "./redact.ts";
 import type { ParamSchema, Skill, SkillMetadataInput } from "./types.ts";
 
 /** One problem `ongrid skills lint` reports; an error fails the lint, a warning does not. */
@@ -23,7 +24,7 @@ export const LINT_RULES = {
   "no-backend-shell": "no manager skill takes a command, cmd, script or shell param (a shell on the manager host)",
   "no-arbitrary-http": "no manager skill takes a url, uri or endpoint param (SSRF); endpoints are settings",
   "no-arbitrary-file": "no manager skill takes a path or file param (file access outside the audited edges)",
-  "no-plaintext-credentials": "no skill takes a password, token, secret or api_key param; the platform injects credentials",
+  "no-plaintext-credentials": "no skill takes a password, token, secret, api_key or other secret-named param (isSecretName); the platform injects credentials",
   "command-needs-risk": "a host skill that takes a command classifies it (riskForArgs) or is statically dangerous",
 } as const;
 
@@ -46,8 +47,6 @@ const GENERIC_SEGMENTS: ReadonlySet<string> = new Set([
 const SHELL_PARAM = /(?:^|_)(?:command|cmd|script|shell)$/;
 const HTTP_PARAM = /(?:^|_)(?:url|uri|endpoint)$/;
 const FILE_PARAM = /(?:^|_)(?:path|file|filepath|filename)$/;
-const CREDENTIAL_PARAM = /(?:^|_)(?:password|passwd|token|secret|api_?key|apikey|private_key|credentials?)$/;
-const PAGINATION_PARAM = /(?:^|_)(?:page|next|continue|continuation)_token$/;
 
 /** Checks one skill against the new-tool checklist; returns every finding, errors and warnings. */
 export function lintSkill(target: LintTarget): LintFinding[] {
@@ -102,7 +101,8 @@ export function lintSkill(target: LintTarget): LintFinding[] {
     } else if (SHELL_PARAM.test(lower) && !s.dynamicRisk && s.class !== "dangerous") {
       add("command-needs-risk", "error", `host skill takes param "${name}" but neither classifies it (riskForArgs) nor is class dangerous`);
     }
-    if (CREDENTIAL_PARAM.test(lower) && !PAGINATION_PARAM.test(lower)) {
+    // The secret-name list redaction uses (SECRET_NAME_WORDS), so lint refuses exactly the params redaction would hide.
+    if (isSecretName(name)) {
       add("no-plaintext-credentials", "error", `param "${name}" carries a credential through the model; inject it from configuration instead`);
     }
   }

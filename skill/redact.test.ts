@@ -38,6 +38,65 @@ describe("redactString", () => {
     expect(redactString(input)).toBe(expected);
   });
 
+  // A URL parser splits user info from the host at the LAST "@" of the authority; so must redaction.
+  it.each([
+    ["a password containing @", "postgres://u:p@ss@host/db", `postgres://u:${REDACTED}@host/db`],
+    ["a password containing several @", "amqp://user:a@b@@c@broker:5672/vh", `amqp://user:${REDACTED}@broker:5672/vh`],
+    ["a password ending in @ before an empty user part", "redis://:pw@@cache:6379", `redis://:${REDACTED}@cache:6379`],
+    ["only up to whitespace", "redis://u:p@h1 then mail bob@example.com", `redis://u:${REDACTED}@h1 then mail bob@example.com`],
+    ["not into a following URL", "redis://u:p@h1,redis://v:q@w@h2/0", `redis://u:${REDACTED}@h1,redis://v:${REDACTED}@h2/0`],
+    ["not into the query", "postgres://u:p@h/db?mirror=x@y", `postgres://u:${REDACTED}@h/db?mirror=x@y`],
+    ["not across a closing quote", '{"a":"http://u:p@h","b":"x@y"}', `{"a":"http://u:${REDACTED}@h","b":"x@y"}`],
+  ])("redacts a URL password: %s", (_kind, input, expected) => {
+    expect(redactString(input)).toBe(expected);
+  });
+
+  it.each([
+    [
+      "Azure storage AccountKey",
+      "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;EndpointSuffix=core.windows.net",
+      `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${REDACTED};EndpointSuffix=core.windows.net`,
+    ],
+    ["account_key env var", "AZURE_STORAGE_ACCOUNT_KEY=abc+/def==", `AZURE_STORAGE_ACCOUNT_KEY=${REDACTED}`],
+    ["az --account-key flag", "az storage blob list --account-name acct --account-key abc+/def== -c c", `az storage blob list --account-name acct --account-key ${REDACTED} -c c`],
+    [
+      "Azure SAS connection string",
+      "BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=b&srt=co&sp=rl&se=2030-01-01T00:00:00Z&sig=AbC%2Bdef%3D;QueueEndpoint=https://q",
+      `BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature=${REDACTED};QueueEndpoint=https://q`,
+    ],
+    [
+      "Service Bus SAS connection string",
+      "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=ns&sig=AbC%3D&se=1700000000&skn=Root",
+      `Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=${REDACTED}`,
+    ],
+    [
+      "Service Bus shared access key",
+      "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=AbCd+eF=",
+      `Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${REDACTED}`,
+    ],
+    [
+      "sig= in a SAS URL",
+      "GET https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&se=2030-01-01&sr=b&sp=r&sig=AbC%2Fdef%3D 200",
+      `GET https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&se=2030-01-01&sr=b&sp=r&sig=${REDACTED} 200`,
+    ],
+    ["sig= first in the query", "/c/b.txt?sig=AbC%3D&sv=2022-11-02", `/c/b.txt?sig=${REDACTED}&sv=2022-11-02`],
+  ])("redacts Azure credentials: %s", (_kind, input, expected) => {
+    expect(redactString(input)).toBe(expected);
+  });
+
+  it.each([
+    ["-u user:pass", "curl -u admin:s3cret https://api", `curl -u admin:${REDACTED} https://api`],
+    ["--user user:pass", "curl --user admin:s3:cret -s https://api", `curl --user admin:${REDACTED} -s https://api`],
+    ["--user=user:pass", "curl --user=admin:s3cret https://api", `curl --user=admin:${REDACTED} https://api`],
+    ["attached -uuser:pass", "curl -uadmin:s3cret https://api", `curl -uadmin:${REDACTED} https://api`],
+    ["single-quoted", "curl -u 'admin:p@ss word' https://api", `curl -u 'admin:${REDACTED}' https://api`],
+    ["double-quoted", 'curl -u "admin:pa\\"ss" https://api', `curl -u "admin:${REDACTED}" https://api`],
+    ["empty user", "curl -u :tok https://api", `curl -u :${REDACTED} https://api`],
+    ["proxy user", "curl -U px:pw --proxy-user px:pw2 https://api", `curl -U px:${REDACTED} --proxy-user px:${REDACTED} https://api`],
+  ])("redacts a curl credential: %s", (_kind, input, expected) => {
+    expect(redactString(input)).toBe(expected);
+  });
+
   it.each(["RSA ", "EC ", "OPENSSH ", "ENCRYPTED ", ""])("redacts a %sPEM private key block", (label) => {
     expect(redactString(`before\n${PEM(label)}\nafter`)).toBe(`before\n${REDACTED_PRIVATE_KEY}\nafter`);
   });
@@ -54,31 +113,63 @@ describe("redactString", () => {
     "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
     "risk-assessment task-runner-for-production-hosts ask-me-anything-about-the-cluster",
     "Authorization required", // no colon: prose, not a header
+    "AccountName=acct;EndpointSuffix=core.windows.net kill -s SIGTERM 1 /x?signal=9&design=sig&sig_figs=3",
+    "curl -u admin https://api; sort -u list; docker run -u 1000:1000 img; curl --user-agent Mozilla:5.0 -uv",
   ])("leaves ordinary text alone: %j", (text) => {
     expect(redactString(text)).toBe(text);
   });
 
   it("is idempotent", () => {
-    const once = redactString(`password=x Bearer abc ${JWT} postgres://u:p@h/db`);
+    const once = redactString(
+      `password=x Bearer abc ${JWT} postgres://u:p@h/db postgres://u:p@ss@h/db AccountKey=k;SharedAccessSignature=sv=1&sig=s ?sig=t curl -u a:b --user 'c:d'`,
+    );
     expect(redactString(once)).toBe(once);
   });
 
-  it("stays linear on 1 MB inputs, including adversarial ones", () => {
-    const MB = 1 << 20;
-    const inputs = [
-      "lorem ipsum token dolor sit amet password consectetur Bearer adipiscing ".repeat(MB / 72),
-      'token="'.repeat(MB / 7),
-      "eyJ".repeat(MB / 3),
-      "a://b:".repeat(MB / 6),
-      "-----BEGIN PRIVATE KEY-----".repeat(MB / 27),
-      "'Authorization: ".repeat(MB / 16),
-      "--password-".repeat(MB / 11),
-      "x".repeat(MB),
-    ];
-    for (const input of inputs) {
-      expect(typeof redactString(input)).toBe("string");
-    }
-  }, 20_000);
+  // 1 MB inputs built to make a careless pattern backtrack. The assertions are about the result
+  // only (no timing): a near-miss prefix comes out byte for byte unchanged and the real secret
+  // after it is still found; text made of nothing but matches has every occurrence redacted.
+  const MB = 1 << 20;
+  const fill = (unit: string) => unit.repeat(Math.ceil(MB / unit.length));
+
+  it.each([
+    ["secret words without a separator", "lorem token dolor password sit Bearer ! amet secret; ", "\npassword=hunter2", `\npassword=${REDACTED}`],
+    ["quoted names without a separator", 'token"', ' token="abc"', ` token="${REDACTED}"`],
+    ["pagination cursors", "nextPageToken=abc ", "api_key=zzz", `api_key=${REDACTED}`],
+    ["JWT-like runs", "eyJ", ` ${JWT}`, ` ${REDACTED}`],
+    ["URL-like schemes without @", "a://b:", " postgres://u:p@ss@host/db", ` postgres://u:${REDACTED}@host/db`],
+    ["user:pass@host without a scheme", "user:p@ss@host ", "amqp://u:a@b@h/", `amqp://u:${REDACTED}@h/`],
+    ["certificates", "-----BEGIN CERTIFICATE-----\n", PEM("RSA "), REDACTED_PRIVATE_KEY],
+    ["header names in prose", "Authorization required ", "\nAuthorization: Basic dXNlcjpwYXNz", `\nAuthorization: ${REDACTED}`],
+    ["flag-like runs", "--password-", " --password hunter2", ` --password ${REDACTED}`],
+    ["one long word", "x", " password=hunter2", ` password=${REDACTED}`],
+    ["AWS key ids one character short", "AKIAIOSFODNN7EXAMPL ", AWS_KEY_ID, REDACTED],
+    ["curl -u without a password", "curl -u admin ", "curl -u admin:s3cret", `curl -u admin:${REDACTED}`],
+    ["Azure names that are not keys", "AccountName=acct;", "AccountKey=abc==;", `AccountKey=${REDACTED};`],
+    ["query names that start with sig", "&signal=9", "&sig=AbC%3D", `&sig=${REDACTED}`],
+  ])("finds the secret after 1 MB of near-misses: %s", (_kind, unit, secret, redactedSecret) => {
+    const prefix = fill(unit);
+    const out = redactString(prefix + secret);
+    expect(out.length).toBe(prefix.length + redactedSecret.length);
+    expectSameText(out.slice(0, prefix.length), prefix);
+    expect(out.slice(prefix.length)).toBe(redactedSecret);
+  });
+
+  it.each([
+    ["bearer tokens", "Bearer x ", `Bearer ${REDACTED} `],
+    ["key=value pairs", "password=x&", `password=${REDACTED}&`],
+    ["quoted values that never close", 'token="token="', `token="${REDACTED}"`],
+    ["URL passwords", "a://u:p@h ", `a://u:${REDACTED}@h `],
+    ["curl credentials", "curl -u a:b ", `curl -u a:${REDACTED} `],
+    ["SAS signatures", "?sig=s&", `?sig=${REDACTED}&`],
+  ])("redacts every one of 1 MB of back-to-back %s", (_kind, unit, redactedUnit) => {
+    const n = Math.ceil(MB / unit.length);
+    expectSameText(redactString(unit.repeat(n)), redactedUnit.repeat(n));
+  });
+
+  it("redacts 1 MB of unterminated private key headers as one key", () => {
+    expect(redactString(`x ${"-----BEGIN PRIVATE KEY-----".repeat(MB / 27)}`)).toBe(`x ${REDACTED_PRIVATE_KEY}`);
+  });
 });
 
 describe("redact", () => {
@@ -136,6 +227,40 @@ describe("redact", () => {
     expect(redact(null)).toBe(null);
   });
 
+  it("redacts the value of [name, value] tuples whose name is secret-like", () => {
+    expect(redact([["Authorization", "Basic x"]])).toEqual([["Authorization", REDACTED]]);
+    expect(
+      redact({
+        headers: [
+          ["authorization", "Bearer y"],
+          ["accept", "*/*"],
+          ["Set-Cookie", ["a=1", "b=2"]],
+          ["x-api-key", null],
+          ["PWD", "/srv"],
+        ],
+        entries: Object.entries({ db_password: "hunter2", user: "bob" }),
+      }),
+    ).toEqual({
+      headers: [
+        ["authorization", REDACTED],
+        ["accept", "*/*"],
+        ["Set-Cookie", REDACTED],
+        ["x-api-key", null],
+        ["PWD", "/srv"],
+      ],
+      entries: [
+        ["db_password", REDACTED],
+        ["user", "bob"],
+      ],
+    });
+  });
+
+  it("leaves arrays that are not lists of [name, value] pairs alone", () => {
+    expect(redact(["token", "secret", "password"])).toEqual(["token", "secret", "password"]);
+    expect(redact([["token", "a", "b"], ["x", "y"]])).toEqual([["token", "a", "b"], ["x", "y"]]);
+    expect(redact([["token", "a"], "b"])).toEqual([["token", "a"], "b"]);
+  });
+
   it("turns an Error into a redacted {name, message}", () => {
     expect(redact(new Error("login failed for postgres://u:pw@db/x"))).toEqual({
       name: "Error",
@@ -145,12 +270,21 @@ describe("redact", () => {
 });
 
 describe("isSecretName", () => {
-  it.each(["password", "DB_PASSWORD", "passwd", "pwd", "mysql_pwd", "secret", "token", "api_key", "apikey", "api-key", "AccessKey", "secret_key", "private_key", "Authorization", "set-cookie", "client_secret", "credential", "credentials"])(
+  it.each(["password", "DB_PASSWORD", "passwd", "pwd", "mysql_pwd", "secret", "token", "api_key", "apikey", "api-key", "AccessKey", "secret_key", "private_key", "Authorization", "set-cookie", "client_secret", "credential", "credentials", "AccountKey", "account_key", "SharedAccessKey", "SharedAccessSignature"])(
     "%s is a secret name",
     (name) => expect(isSecretName(name)).toBe(true),
   );
-  it.each(["tokens_used", "token_count", "max_tokens", "secret_name", "password_hint", "PWD", "OLDPWD", "nextPageToken", "page_token", "user", "key"])(
+  it.each(["tokens_used", "token_count", "max_tokens", "secret_name", "password_hint", "PWD", "OLDPWD", "nextPageToken", "page_token", "sync_token", "resumeToken", "user", "key", "AccountName", "SharedAccessKeyName", "sig"])(
     "%s is not",
     (name) => expect(isSecretName(name)).toBe(false),
   );
 });
+
+/** Compares two long strings, reporting a short window around the first difference instead of a 1 MB diff. */
+function expectSameText(actual: string, expected: string): void {
+  let i = 0;
+  while (i < actual.length && i < expected.length && actual[i] === expected[i]) i++;
+  if (i === actual.length && i === expected.length) return;
+  const window = (s: string) => `@${i}: ${JSON.stringify(s.slice(Math.max(0, i - 40), i + 40))} (length ${s.length})`;
+  expect(window(actual)).toBe(window(expected));
+}

@@ -5,14 +5,35 @@ export const REDACTED_PRIVATE_KEY = "[REDACTED PRIVATE KEY]";
 
 const MAX_DEPTH = 1000;
 
-// Object keys that name a secret: the whole key or its suffix (db_password, AWS_SECRET_ACCESS_KEY, x-api-key).
-const SECRET_NAME =
-  /(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|authorization|cookie|credentials?)$/i;
+/**
+ * The one list of words that make a name secret-like (as regular-expression fragments): an object
+ * key, env var, header, flag or param name is secret when it ends with one of them (db_password,
+ * AWS_SECRET_ACCESS_KEY, x-api-key, AccountKey), unless it is a pagination cursor or PWD/OLDPWD.
+ * redact, redactString and the no-plaintext-credentials lint rule all read this list.
+ */
+export const SECRET_NAME_WORDS: readonly string[] = [
+  "password",
+  "passwd",
+  "pwd",
+  "secret",
+  "token",
+  "api[_-]?key",
+  "access[_-]?key",
+  "secret[_-]?key",
+  "private[_-]?key",
+  "account[_-]?key",
+  "shared[_-]?access[_-]?signature",
+  "authorization",
+  "cookie",
+  "credentials?",
+];
+const SECRET_WORD = `(?:${SECRET_NAME_WORDS.join("|")})`;
+const SECRET_NAME = new RegExp(`${SECRET_WORD}$`, "i");
 // Names that end like a secret but are not one: pagination cursors and the shell's working directory.
 const NOT_SECRET_NAME = /(?:page|next|continuation|continue|sync|resume)[_-]?token$/i;
 const WORKING_DIR_NAME = /^(?:OLD)?PWD$/;
 
-/** Whether an object key (or env var / header name) names a secret whose value must never be shown. */
+/** Whether an object key (or env var, header, flag or param name) names a secret whose value must never be shown. */
 export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name) && !NOT_SECRET_NAME.test(name) && !WORKING_DIR_NAME.test(name);
 }
@@ -35,7 +56,15 @@ function walk(v: unknown, stack: Set<object>, depth: number): unknown {
   if (stack.has(v)) return "[Circular]";
   stack.add(v);
   try {
-    if (Array.isArray(v)) return v.map((item) => walk(item, stack, depth + 1));
+    if (Array.isArray(v)) {
+      // [["Authorization", "Basic …"], …]: header tuple lists, Object.entries, Headers#entries().
+      const pairs = isPairList(v);
+      return v.map((item) =>
+        pairs && isSecretName((item as unknown[])[0] as string) && (item as unknown[])[1] != null
+          ? [(item as unknown[])[0], REDACTED]
+          : walk(item, stack, depth + 1),
+      );
+    }
     if (v instanceof Error) return { name: v.name, message: redactString(v.message) };
     const obj = v as Record<string, unknown>;
     // {name: "DB_PASSWORD", value: "..."}: k8s env entries, header lists, settings rows.
@@ -52,17 +81,36 @@ function walk(v: unknown, stack: Set<object>, depth: number): unknown {
   }
 }
 
+/** A non-empty array whose every element is a [name, value] pair with a string name. */
+function isPairList(list: readonly unknown[]): boolean {
+  if (list.length === 0) return false;
+  for (const item of list) {
+    if (!Array.isArray(item) || item.length !== 2 || typeof item[0] !== "string") return false;
+  }
+  return true;
+}
+
 // Every pattern below starts at a literal or at the start of a character run (look-behind) and
 // uses bounded or non-overlapping quantifiers, so each pass is linear in the input length.
 const PEM_BEGIN = /-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY(?: BLOCK)?-----/y;
 const PEM_END = /-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----/g;
 const HEADER_LINE = /(['"]?)\b((?:proxy-)?authorization|(?:set-)?cookie)([ \t]*:)[ \t]*([^\r\n]+)/gi;
 const QUOTED_OR_BARE = `("(?:[^"\\\\\\r\\n]|\\\\.)*"?|'[^'\\r\\n]*'?|[^\\s"'&,;]+)`;
-const SECRET_WORD = "(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|credentials?|authorization|cookie)";
 const KEY_VALUE = new RegExp(`(${SECRET_WORD})(["']?)([ \\t]*[=:][ \\t]*)(?![:=])${QUOTED_OR_BARE}`, "gi");
 const FLAG_VALUE = new RegExp(`(--[A-Za-z0-9_-]{0,48}?${SECRET_WORD})([ \\t]+)(?!-)${QUOTED_OR_BARE}`, "gi");
+// curl -u/--user and -U/--proxy-user take "user:password"; the value ends at whitespace or its closing quote.
+const USER_PASSWORD_FLAG = /(?<![^\s"'=])(-[uU][ \t]*|--(?:proxy-)?user(?:[ \t]+|=))("(?:[^"\\\r\n]|\\.)*"?|'[^'\r\n]*'?|[^\s"'-][^\s"']*)/g;
+// Azure SAS connection strings: the signature runs to the next ";" (it holds "&", which ends KEY_VALUE's value).
+const SAS_CONNECTION = /\b(SharedAccessSignature[ \t]*=[ \t]*)(?:SharedAccessSignature[ \t]+)?[^\s;"'<>]+/gi;
+// SAS URLs (?sv=…&sig=…): only the signature is secret; sv, se, sp, sr stay readable. "sig" alone is too
+// short to be a secret name, so it counts only as a query parameter.
+const SAS_SIG_PARAM = /([?&;]sig=)[^\s&#;"'<>]+/gi;
 const BEARER = /\b(bearer)[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
-const URL_PASSWORD = /(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}:\/\/)([^\s:/?#@]{0,256}):([^\s/?#@]{1,1024})@/g;
+// The user info ends at the LAST "@" before the host (as URL parsers split it), so a password may hold
+// "@"; the authority never runs past whitespace, "/", "?" or "#" (so never into the path or a following
+// URL), and after the first "@" not past quotes or angle brackets (so not out of a JSON string or <…>).
+const URL_PASSWORD =
+  /(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,31}:\/\/)([^\s:/?#@]{0,256}):([^\s/?#@]{1,1024}(?:@[^\s/?#@"'`<>\\]{0,1024}){0,32})@/g;
 const TOKEN_SHAPES: readonly RegExp[] = [
   /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/g, // AWS access key id
   /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])/g, // Google API key
@@ -81,14 +129,17 @@ export function redactString(s: string): string {
     const close = quote ? rest.indexOf(quote) : -1;
     return `${quote}${name}${colon} ${REDACTED}${close >= 0 ? rest.slice(close) : ""}`;
   });
+  out = out.replace(SAS_CONNECTION, (_m, name: string) => `${name}${REDACTED}`);
   out = out.replace(KEY_VALUE, (m, word: string, quote: string, sep: string, value: string, offset: number, all: string) =>
     keepsValue(word, all, offset) ? m : `${word}${quote}${sep}${maskValue(value)}`,
   );
   out = out.replace(FLAG_VALUE, (m, flag: string, gap: string, value: string) =>
     isSecretName(flag.slice(2)) ? `${flag}${gap}${maskValue(value)}` : m,
   );
+  out = out.replace(USER_PASSWORD_FLAG, maskUserPassword);
   out = out.replace(BEARER, (_m, word: string) => `${word} ${REDACTED}`);
   out = out.replace(URL_PASSWORD, (_m, scheme: string, user: string) => `${scheme}${user}:${REDACTED}@`);
+  out = out.replace(SAS_SIG_PARAM, (_m, name: string) => `${name}${REDACTED}`);
   for (const re of TOKEN_SHAPES) out = out.replace(re, REDACTED);
   return out;
 }
@@ -98,6 +149,18 @@ function maskValue(value: string): string {
   const q = value[0];
   if (q === '"' || q === "'") return `${q}${REDACTED}${value.length > 1 && value.endsWith(q) ? q : ""}`;
   return REDACTED;
+}
+
+/** `-u user:password` → `-u user:[REDACTED]`; a value without a password (curl prompts) or a numeric uid:gid (docker -u 1000:1000) stays. */
+function maskUserPassword(m: string, flag: string, value: string): string {
+  const q = value[0] === '"' || value[0] === "'" ? value[0] : "";
+  const closed = q !== "" && value.length > 1 && value.endsWith(q);
+  const inner = q ? value.slice(1, closed ? -1 : undefined) : value;
+  const colon = inner.indexOf(":");
+  if (colon < 0 || colon === inner.length - 1) return m;
+  const user = inner.slice(0, colon);
+  if (/^\d+$/.test(user) && /^\d+$/.test(inner.slice(colon + 1))) return m;
+  return `${flag}${q}${user}:${REDACTED}${closed ? q : ""}`;
 }
 
 /** PWD/OLDPWD (working directories) and page/next tokens (pagination cursors) are not secrets. */

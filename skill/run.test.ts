@@ -175,6 +175,70 @@ describe("runSkill", () => {
     });
   });
 
+  it("makes the output plain JSON before redaction: bigint, Date, undefined, functions, symbols", async () => {
+    const { run } = setup(async () => ({
+      n: 10n,
+      big: 2n ** 70n,
+      neg: -5n,
+      when: new Date("2024-01-02T03:04:05.000Z"),
+      never: new Date(Number.NaN),
+      gone: undefined,
+      fn: () => 1,
+      sym: Symbol("s"),
+      [Symbol("key")]: "hidden",
+      list: [1n, undefined, () => 1, Symbol("t"), Number.NaN, Infinity],
+      nested: { token: 5n, db: "postgres://u:p@h/db", at: new Date(0) },
+      boxed: [Object(7), Object("s"), Object(true)],
+      custom: { toJSON: () => ({ id: 3n, note: "password=x" }) },
+    }));
+    const env = await run();
+    expect(env.success).toBe(true);
+    expect(env.output).toStrictEqual({
+      n: "10",
+      big: "1180591620717411303424",
+      neg: "-5",
+      when: "2024-01-02T03:04:05.000Z",
+      never: null,
+      list: ["1", null, null, null, null, null],
+      nested: { token: REDACTED, db: `postgres://u:${REDACTED}@h/db`, at: "1970-01-01T00:00:00.000Z" },
+      boxed: [7, "s", true],
+      custom: { id: "3", note: `password=${REDACTED}` },
+    });
+    expect(JSON.parse(JSON.stringify(env))).toStrictEqual(env);
+  });
+
+  it("makes top-level bigint, Date, function and symbol outputs plain JSON", async () => {
+    expect((await setup(async () => 42n).run()).output).toBe("42");
+    expect((await setup(async () => new Date(86_400_000)).run()).output).toBe("1970-01-02T00:00:00.000Z");
+    expect((await setup((async () => () => 1) as SkillExecutor).run())).toMatchObject({ success: true, output: null });
+    expect((await setup(async () => Symbol("s")).run())).toMatchObject({ success: true, output: null });
+  });
+
+  it("keeps cycles, errors and deep nesting serialisable", async () => {
+    const cyclic: Record<string, unknown> = { n: 1n };
+    cyclic.self = cyclic;
+    const shared = { v: 2n };
+    let deep: unknown = 3n;
+    for (let i = 0; i < 2_000; i++) deep = [deep];
+    const { run } = setup(async () => ({ cyclic, twice: [shared, shared], err: new Error("bad password=hunter2"), deep }));
+    const env = await run();
+    expect(env.success).toBe(true);
+    const out = env.output as Record<string, unknown>;
+    expect(out.cyclic).toEqual({ n: "1", self: "[Circular]" });
+    expect(out.twice).toEqual([{ v: "2" }, { v: "2" }]);
+    expect(out.err).toEqual({ name: "Error", message: `bad password=${REDACTED}` });
+    expect(() => JSON.stringify(env)).not.toThrow();
+  });
+
+  it("truncates an output that holds bigints to a JSON string", async () => {
+    const { run } = setup(async () => ({ ids: Array.from({ length: 500 }, (_, i) => BigInt(i) * 10n ** 20n) }), { outputCapBytes: 200 });
+    const env = await run();
+    expect(env.success).toBe(true);
+    expect(env.truncated).toBe(true);
+    expect(String(env.output).startsWith('{"ids":["0","100000000000000000000",')).toBe(true);
+    expect(() => JSON.stringify(env)).not.toThrow();
+  });
+
   it.each([{ timeoutMs: 0 }, { timeoutMs: Number.NaN }, { outputCapBytes: 0 }])("refuses %j as an envelope, not an exception", async (bad) => {
     let called = false;
     const { run } = setup(async () => ((called = true), "x"), bad);

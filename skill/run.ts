@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { OngridError, SkillError } from "./errors.ts";
+import { toPlainJson } from "./json.ts";
 import { redact, redactString } from "./redact.ts";
 import { truncateOutput } from "./truncate.ts";
 import type { EnvelopeError, ResultEnvelope, Skill, SkillContext } from "./types.ts";
@@ -27,7 +28,8 @@ const DEADLINE = Symbol("deadline");
 /**
  * Runs one validated call and always resolves to a result envelope (A5): deadline and
  * cancellation are enforced even for executors that ignore the signal, failures become
- * {code, message, hint} the model can act on, and output is redacted, then truncated.
+ * {code, message, hint} the model can act on, and output is made plain JSON (toPlainJson), redacted,
+ * then truncated.
  */
 export async function runSkill(skill: Skill, params: Record<string, unknown>, opts: RunOptions): Promise<ResultEnvelope> {
   const started = performance.now();
@@ -38,7 +40,10 @@ export async function runSkill(skill: Skill, params: Record<string, unknown>, op
   const finish = (success: boolean, output: unknown, error?: EnvelopeError): ResultEnvelope => {
     const envelope: ResultEnvelope = { success, output: null, duration_ms: Math.round(performance.now() - started), truncated: false, edge_id: edgeId };
     try {
-      const cut = truncateOutput(redact(output === undefined ? null : output), cap);
+      // Plain JSON first (bigint → string, Date → ISO string, undefined/functions/symbols dropped), so the
+      // envelope always serialises; then redacted, then cut to the cap.
+      const plain = toPlainJson(output);
+      const cut = truncateOutput(redact(plain === undefined ? null : plain), cap);
       envelope.output = cut.output;
       envelope.truncated = cut.truncated;
       if (error) {
