@@ -170,3 +170,25 @@ describe("lintRegistry and formatFindings", () => {
 function silentLog() {
   return pino({}, { write: () => {} });
 }
+
+describe("lint waivers", () => {
+  const base = {
+    key: "exec",
+    name: "Exec",
+    description: "Run one shell command on the host. Use when no dedicated skill answers the question.",
+    class: "dangerous" as const,
+    scope: "host" as const,
+    params: { command: { type: "string" as const, description: "The command line." } },
+    resultPreview: '{"exit_code":0}',
+  };
+  it("reports a waived error as a warning carrying the reason, and only for the waived rule", () => {
+    const plain = lintSkill(base).filter((f) => f.rule === "key-format");
+    expect(plain.map((f) => f.severity)).toEqual(["error"]);
+    const waived = lintSkill({ ...base, lintWaivers: { "key-format": "the key is fixed by SPEC D5" } }).filter((f) => f.rule === "key-format");
+    expect(waived).toHaveLength(1);
+    expect(waived[0].severity).toBe("warning");
+    expect(waived[0].message).toMatch(/\(waived: the key is fixed by SPEC D5\)$/);
+    const other = lintSkill({ ...base, description: "short", lintWaivers: { "key-format": "x" } }).filter((f) => f.rule === "description-usage");
+    expect(other[0].severity).toBe("error");
+  });
+});

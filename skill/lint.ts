@@ -52,7 +52,13 @@ const FILE_PARAM = /(?:^|_)(?:path|file|filepath|filename)$/;
 export function lintSkill(target: LintTarget): LintFinding[] {
   const s = normalise(target);
   const out: LintFinding[] = [];
-  const add = (rule: LintRule, severity: LintFinding["severity"], message: string) => out.push({ key: s.key, rule, severity, message });
+  const waivers = (target as { lintWaivers?: Record<string, string>; meta?: { lintWaivers?: Record<string, string> } }).lintWaivers ??
+    (target as { meta?: { lintWaivers?: Record<string, string> } }).meta?.lintWaivers ?? {};
+  const add = (rule: LintRule, severity: LintFinding["severity"], message: string) => {
+    const reason = waivers[rule];
+    if (reason && severity === "error") out.push({ key: s.key, rule, severity: "warning", message: `${message} (waived: ${reason})` });
+    else out.push({ key: s.key, rule, severity, message });
+  };
 
   if (s.classOmitted) add("class-explicit", "error", 'class is not set; declare "safe", "mutating" or "dangerous" explicitly');
 

@@ -145,6 +145,7 @@ export function buildSkill(def: SkillDefinition): Skill {
     params,
     ...(def.rawSchema !== undefined ? { rawSchema: def.rawSchema } : {}),
     ...(def.resultPreview !== undefined ? { resultPreview: def.resultPreview } : {}),
+    ...(def.lintWaivers !== undefined ? { lintWaivers: { ...def.lintWaivers } } : {}),
     dynamicRisk: Boolean(def.riskForArgs),
     ...(def.class === undefined ? { classDefaulted: true } : {}),
   };

@@ -45,6 +45,11 @@ export interface SkillMetadataInput {
   /** A hand-written JSON Schema as JSON text, kept byte for byte (the seeds' RawSchemaProvider). */
   rawSchema?: string;
   resultPreview?: string;
+  /**
+   * Lint rules this skill knowingly breaks, each with the reason (e.g. a key fixed by the spec).
+   * Waived findings are reported as warnings that carry the reason, never silently dropped.
+   */
+  lintWaivers?: Readonly<Partial<Record<string, string>>>;
 }
 
 /** Metadata after registration: class and scope are always set. */
