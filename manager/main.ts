@@ -9,6 +9,10 @@ import type { AuditLog } from "./audit/types.ts";
 import type { ManagerConfig } from "./config/schema.ts";
 import { createManagerRegistry } from "./builtin/index.ts";
 import { createDispatcher, type Dispatcher } from "./dispatch/dispatch.ts";
+import { hostname } from "node:os";
+import { parseDuration } from "../skill/duration.ts";
+import { createEdgeStore, type EdgeStore } from "./edges/store.ts";
+import { createHub, TUNNEL_PATH, type Hub } from "./tunnel/hub.ts";
 import { listen, type DualHandler } from "./server/listen.ts";
 import { routes } from "./server/routes.ts";
 import { toConnectError } from "./server/errors.ts";
@@ -24,6 +28,8 @@ export interface Manager {
   registry: SkillRegistry;
   audit: AuditLog;
   dispatcher: Dispatcher;
+  hub: Hub;
+  edges: EdgeStore;
   database: Database;
   log: Logger;
   close(): Promise<void>;
@@ -39,19 +45,43 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   const registry = createManagerRegistry(log);
   const database = await openDatabase({ databaseUrl: config.database_url || undefined, dataDir: config.data_dir, log });
   const audit = createAuditLog(database, { log });
-  const dispatcher = createDispatcher({ registry, audit, config, log });
-  return { registry, database, audit, dispatcher };
+  const edges = createEdgeStore(database, hostname());
+  const hub = createHub({
+    store: edges,
+    log,
+    managerVersion: MANAGER_VERSION,
+    heartbeatMs: parseDuration(config.tunnel.heartbeat_interval),
+    maxFrameBytes: config.tunnel.max_frame_bytes,
+    outputCapBytes: config.skills.output_cap_bytes,
+  });
+  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges });
+  return { registry, database, audit, dispatcher, hub, edges };
 }
 
 /** Starts a manager on the configured port. */
 export async function startManager(config: ManagerConfig, log: Logger = createLogger(config.log_level)): Promise<Manager> {
   const core = await openCore(config, log);
+  await core.edges.resetPresence();
   const errorMapper: Interceptor = (next) => async (req) => {
+    let res;
     try {
-      return await next(req);
+      res = await next(req);
     } catch (err) {
       throw toConnectError(err, log);
     }
+    if (!res.stream) return res;
+    // Streaming handlers fail while their messages are being iterated: map those errors too.
+    const messages = res.message;
+    return {
+      ...res,
+      message: (async function* () {
+        try {
+          yield* messages;
+        } catch (err) {
+          throw toConnectError(err, log);
+        }
+      })(),
+    } as typeof res;
   };
   const rpc = connectNodeAdapter({
     routes: routes(core),
@@ -76,6 +106,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       port: config.server.port,
       tlsCert: config.server.tls_cert || undefined,
       tlsKey: config.server.tls_key || undefined,
+      streams: { [TUNNEL_PATH]: core.hub.handleStream },
     });
   } catch (err) {
     await core.database.close();
@@ -88,6 +119,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     ...core,
     log,
     async close() {
+      core.hub.closeAll();
       await listener.close();
       await core.dispatcher.drain();
       await core.audit.flush();

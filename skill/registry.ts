@@ -146,6 +146,7 @@ export function buildSkill(def: SkillDefinition): Skill {
     ...(def.rawSchema !== undefined ? { rawSchema: def.rawSchema } : {}),
     ...(def.resultPreview !== undefined ? { resultPreview: def.resultPreview } : {}),
     ...(def.lintWaivers !== undefined ? { lintWaivers: { ...def.lintWaivers } } : {}),
+    ...(def.riskClassifier !== undefined ? { riskClassifier: def.riskClassifier } : {}),
     dynamicRisk: Boolean(def.riskForArgs),
     ...(def.class === undefined ? { classDefaulted: true } : {}),
   };

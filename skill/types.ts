@@ -50,6 +50,12 @@ export interface SkillMetadataInput {
    * Waived findings are reported as warnings that carry the reason, never silently dropped.
    */
   lintWaivers?: Readonly<Partial<Record<string, string>>>;
+  /**
+   * For dynamic-risk skills: the named classifier ("<classifier>:<param>", e.g.
+   * "shell_command:command") the manager applies to the arguments; travels in the metadata so
+   * the manager can gate calls to an edge's skill without the edge's code.
+   */
+  riskClassifier?: string;
 }
 
 /** Metadata after registration: class and scope are always set. */

@@ -153,14 +153,23 @@ describe("against a running manager", () => {
 });
 
 describe("npm start", () => {
-  it("starts the manager on embedded PGlite and serves ListSkills", async () => {
+  it("starts the manager on embedded PGlite with a local edge, and serves ListSkills with host skills", async () => {
     const data = join(dir, "start");
-    const { child, match } = await startAndWaitFor("npm", ["start", "--", "--port", "0", "--data", data], /listening on (http:\/\/\S+)/, { env: { DATABASE_URL: "" } });
+    const { child, match, output } = await startAndWaitFor("npm", ["start", "--", "--port", "0", "--data", data], /local edge "(\S+)" started; try: .* --manager (http:\/\/\S+)/, { env: { DATABASE_URL: "" } });
+    const [, edgeId, url] = match;
     try {
-      const res = await fetch(`${match[1]}/ongrid.v1.SkillService/ListSkills`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-      expect(res.status).toBe(200);
-      const body = (await res.json()) as { skills: Array<{ key: string }> };
+      let body: { skills: Array<{ key: string; scope: string; edgeIds?: string[] }> } = { skills: [] };
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        const res = await fetch(`${url}/ongrid.v1.SkillService/ListSkills`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+        expect(res.status).toBe(200);
+        body = (await res.json()) as typeof body;
+        if (body.skills.some((s) => s.scope === "SKILL_SCOPE_HOST")) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
       expect(body.skills.map((s) => s.key)).toContain("web_search");
+      const tcp = body.skills.find((s) => s.key === "probe_tcp");
+      expect(tcp, output()).toMatchObject({ scope: "SKILL_SCOPE_HOST", edgeIds: [edgeId] });
     } finally {
       await stopGroup(child);
     }

@@ -4,6 +4,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Command } from "commander";
 import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { AuditService } from "../../proto/gen/ongrid/v1/audit_service_pb.ts";
+import { EdgeService } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { loadConfig } from "../config/load.ts";
 import type { ManagerConfig } from "../config/schema.ts";
@@ -37,9 +38,9 @@ export function managerUrl(opts: CoreOptions): string | undefined {
 }
 
 /** RPC clients for a running manager. */
-export function rpcClients(url: string): { skills: Client<typeof SkillService>; audit: Client<typeof AuditService> } {
+export function rpcClients(url: string): { skills: Client<typeof SkillService>; audit: Client<typeof AuditService>; edges: Client<typeof EdgeService> } {
   const transport = createConnectTransport({ baseUrl: url, httpVersion: "1.1" });
-  return { skills: createClient(SkillService, transport), audit: createClient(AuditService, transport) };
+  return { skills: createClient(SkillService, transport), audit: createClient(AuditService, transport), edges: createClient(EdgeService, transport) };
 }
 
 /** Opens the database and registry in process for the duration of fn. */

@@ -4,8 +4,10 @@ import { OngridError } from "../../skill/errors.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { loadConfig, configReference } from "../config/load.ts";
 import { startManager, MANAGER_VERSION } from "../main.ts";
+import { startLocalEdge } from "../local-edge.ts";
 import { skillsCommand } from "./skills.ts";
 import { auditCommand } from "./audit.ts";
+import { edgeCommand } from "./edge.ts";
 
 function managerCommand(): Command {
   return new Command("manager")
@@ -14,6 +16,8 @@ function managerCommand(): Command {
     .option("--host <addr>", "listen address (server.host)")
     .option("--port <n>", "listen port (server.port)")
     .option("--data <dir>", "data directory for the embedded database (data_dir)")
+    .option("--local-edge", "also run an edge agent for this host inside the manager (what `npm start` does)")
+    .option("--local-edge-root <dir>", "directory the local edge's tail_file/host_files may read (repeatable; default /var/log)", (v: string, acc: string[]) => [...acc, v], [])
     .option("--print-config-reference", "print every config key with its default and environment variable, then exit")
     .action(async (opts) => {
       if (opts.printConfigReference) {
@@ -26,12 +30,25 @@ function managerCommand(): Command {
       });
       const manager = await startManager(config);
       console.log(`ongrid manager ${MANAGER_VERSION} listening on ${manager.url} (database: ${manager.database.kind}${manager.database.kind === "pglite" ? ` in ${config.data_dir}` : ""})`);
+      let localEdge: { id: string; stop(): void } | undefined;
+      if (opts.localEdge) {
+        localEdge = await startLocalEdge({
+          url: manager.url,
+          edges: manager.edges,
+          log: manager.log,
+          allowedRoots: opts.localEdgeRoot.length ? opts.localEdgeRoot : ["/var/log"],
+          outputCapBytes: config.skills.output_cap_bytes,
+          tlsCert: config.server.tls_cert || undefined,
+        });
+        console.log(`local edge "${localEdge.id}" started; try: npx ongrid skills run host_load --edge ${localEdge.id} --manager ${manager.url}`);
+      }
       console.log(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`);
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
         manager.log.info({ signal }, "shutting down");
+        localEdge?.stop();
         manager.close().then(
           () => process.exit(0),
           (err) => {
@@ -55,6 +72,7 @@ export function buildProgram(): Command {
   program.addCommand(managerCommand());
   program.addCommand(skillsCommand());
   program.addCommand(auditCommand());
+  program.addCommand(edgeCommand());
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

@@ -115,7 +115,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
     if (v !== undefined) setPath(doc, leaf.path, v);
     sources.set(key, `command-line flag`);
   }
-  for (const section of ["server", "skills"]) if (doc[section] === undefined) doc[section] = {};
+  for (const section of ["server", "tunnel", "skills"]) if (doc[section] === undefined) doc[section] = {};
   if (doc.skills && typeof doc.skills === "object" && doc.skills.web_search === undefined) doc.skills.web_search = {};
   if (!validate(doc) || problems.length) {
     const lines = [...problems, ...(validate.errors ?? []).map((e) => describe(e, sources))];
@@ -145,6 +145,7 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
     return n;
   };
   ms("skills.web_search.timeout", cfg.skills.web_search.timeout);
+  if (ms("tunnel.heartbeat_interval", cfg.tunnel.heartbeat_interval) < 100) bad("tunnel.heartbeat_interval", "must be at least 100ms (rule: minimum)");
   if (ms("skills.default_timeout", cfg.skills.default_timeout) > ms("skills.max_timeout", cfg.skills.max_timeout)) {
     bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout})`);
   }

@@ -16,6 +16,14 @@ export const CONFIG_SCHEMA = {
         max_request_bytes: { type: "integer", minimum: 1024, maximum: 268435456, default: 1048576, description: "Largest accepted request message; bigger ones are refused with RESOURCE_EXHAUSTED.", env: "ONGRID_MAX_REQUEST_BYTES" },
       },
     },
+    tunnel: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        heartbeat_interval: { type: "string", default: "5s", description: "How often manager and edge send heartbeats; a peer silent for 3 intervals is dead.", env: "ONGRID_HEARTBEAT_INTERVAL", format: "duration" },
+        max_frame_bytes: { type: "integer", minimum: 65536, maximum: 67108864, default: 4194304, description: "Largest tunnel frame accepted from an edge.", env: "ONGRID_TUNNEL_MAX_FRAME_BYTES" },
+      },
+    },
     data_dir: { type: "string", minLength: 1, default: "./data", description: "Directory for the embedded PGlite database (used when database_url is empty).", env: "ONGRID_DATA_DIR" },
     database_url: { type: "string", default: "", pattern: "^$|^postgres(ql)?://", description: "PostgreSQL URL (postgres://user:pass@host:port/db); empty uses embedded PGlite in data_dir.", env: "DATABASE_URL" },
     log_level: { type: "string", enum: ["trace", "debug", "info", "warn", "error", "fatal", "silent"], default: "info", description: "Log level (logs are JSON lines on stderr).", env: "ONGRID_LOG_LEVEL" },
@@ -43,6 +51,7 @@ export const CONFIG_SCHEMA = {
 /** The validated configuration. */
 export interface ManagerConfig {
   server: { host: string; port: number; tls_cert: string; tls_key: string; max_request_bytes: number };
+  tunnel: { heartbeat_interval: string; max_frame_bytes: number };
   data_dir: string;
   database_url: string;
   log_level: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";

@@ -10,6 +10,8 @@ import { redactString } from "../../skill/redact.ts";
 import type { ResultEnvelope, Skill } from "../../skill/types.ts";
 import type { AuditLog } from "../audit/types.ts";
 import type { ManagerConfig } from "../config/schema.ts";
+import type { Hub } from "../tunnel/hub.ts";
+import type { EdgeStore } from "../edges/store.ts";
 
 /** Who is calling; "0"/"system" is the LLM caller (G1). */
 export interface Caller {
@@ -49,6 +51,8 @@ export class AuditedError extends OngridError {
 /** What the dispatcher needs. */
 export interface DispatcherDeps {
   registry: SkillRegistry;
+  hub: Hub;
+  edges: EdgeStore;
   audit: AuditLog;
   config: ManagerConfig;
   log: Logger;
@@ -56,7 +60,7 @@ export interface DispatcherDeps {
 
 /** Creates the dispatcher: one row per call, on every outcome. */
 export function createDispatcher(deps: DispatcherDeps) {
-  const { registry, audit, config, log } = deps;
+  const { registry, audit, config, log, hub, edges } = deps;
   const defaultTimeout = parseDuration(config.skills.default_timeout);
   const maxTimeout = parseDuration(config.skills.max_timeout);
 
@@ -89,24 +93,48 @@ export function createDispatcher(deps: DispatcherDeps) {
     }
   }
 
-  function resolveSkill(input: ExecuteInput): Skill {
+  /** Where a call goes: in process, or down one edge's tunnel. */
+  type Target = { skill: Skill; edgeId: string };
+
+  async function resolveTarget(input: ExecuteInput): Promise<Target> {
     if (!input.key) throw new OngridError("invalid_argument", "key: is required (rule: required)", "name a skill; ListSkills shows the keys");
-    const skill = registry.getOrThrow(input.key);
-    if (skill.meta.scope === "manager" && input.edgeId) {
+    const local = registry.get(input.key);
+    if (local) {
+      if (input.edgeId) {
+        throw new OngridError(
+          "invalid_argument",
+          `edge_id: must be empty for the manager-scope skill "${local.meta.key}" (rule: scope)`,
+          "leave edge_id out; this skill runs inside the manager",
+        );
+      }
+      return { skill: local, edgeId: "" };
+    }
+    if (!input.edgeId) {
+      const offeredBy = hub.sessions().filter((s) => s.skills.has(input.key)).map((s) => s.edgeId);
+      if (!offeredBy.length) return { skill: registry.getOrThrow(input.key), edgeId: "" };
       throw new OngridError(
         "invalid_argument",
-        `edge_id: must be empty for the manager-scope skill "${skill.meta.key}" (rule: scope)`,
-        "leave edge_id out; this skill runs inside the manager",
+        `edge_id: is required for the host skill "${input.key}" (rule: required)`,
+        `online edges offering it: ${offeredBy.slice(0, 10).join(", ")}${offeredBy.length > 10 ? ", …" : ""}`,
       );
     }
-    if (skill.meta.scope === "host") {
+    const session = hub.session(input.edgeId);
+    if (!session) {
+      const row = await edges.get(input.edgeId);
+      if (!row || row.revokedAt) throw new OngridError("not_found", `unknown edge "${input.edgeId}"`, "ListEdges shows the enrolled edges");
+      const seen = row.lastSeenAt ? `last seen ${row.lastSeenAt.toISOString()}` : "never connected";
+      throw new OngridError("unavailable", `edge "${input.edgeId}" is offline (${seen})`, "retry when the edge is back online, or pick another edge");
+    }
+    const skill = session.skills.get(input.key);
+    if (!skill) {
+      if (!hub.sessions().some((s) => s.skills.has(input.key))) registry.getOrThrow(input.key);
       throw new OngridError(
-        "unavailable",
-        `skill "${skill.meta.key}" runs on edges and no edge tunnel serves it on this manager`,
-        "connect an edge that offers this skill and pass its edge_id",
+        "failed_precondition",
+        `edge "${input.edgeId}" does not offer skill "${input.key}"`,
+        "GetEdge lists the skills an edge offers; ListSkills shows which edges offer a key",
       );
     }
-    return skill;
+    return { skill, edgeId: input.edgeId };
   }
 
   const inflight = new Set<Promise<unknown>>();
@@ -146,7 +174,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     try {
       const raw = parseParams(input);
       args = raw;
-      const skill = resolveSkill(input);
+      const { skill, edgeId } = await resolveTarget(input);
       const params = validateParams(skill, raw);
       const timeoutMs = resolveTimeout(input.timeoutMs);
       const cls = effectiveClass(skill, params);
@@ -161,14 +189,16 @@ export function createDispatcher(deps: DispatcherDeps) {
       }
       decision = "allow";
       decisionReason = "safe";
-      result = await runSkill(skill, params, {
-        callId,
-        timeoutMs,
-        outputCapBytes: config.skills.output_cap_bytes,
-        log: log.child({ skill: skill.meta.key, call_id: callId }),
-        settings: (config.skills as Record<string, unknown>)[skill.meta.key] as Record<string, unknown> | undefined,
-        signal: input.signal,
-      });
+      result = edgeId
+        ? await hub.call(edgeId, skill.meta.key, params, timeoutMs, input.signal)
+        : await runSkill(skill, params, {
+            callId,
+            timeoutMs,
+            outputCapBytes: config.skills.output_cap_bytes,
+            log: log.child({ skill: skill.meta.key, call_id: callId }),
+            settings: (config.skills as Record<string, unknown>)[skill.meta.key] as Record<string, unknown> | undefined,
+            signal: input.signal,
+          });
     } catch (err) {
       let e: OngridError;
       if (err instanceof OngridError) e = err;
@@ -201,7 +231,30 @@ export function createDispatcher(deps: DispatcherDeps) {
     return { result, auditSeq: row.seq };
   }
 
-  return { execute, drain };
+  /** Audits a request refused before any call was made (e.g. a fan-out with a bad selector) and throws it. */
+  async function refuse(input: ExecuteInput, err: OngridError): Promise<never> {
+    const now = new Date();
+    const row = await audit.append({
+      sessionId: input.sessionId ?? "",
+      toolName: input.key,
+      args: input.paramsJson ?? input.params ?? {},
+      result: null,
+      error: `${err.code}: ${err.message}`,
+      deviceId: input.edgeId ?? "",
+      startedAt: now,
+      finishedAt: now,
+      durationMs: 0,
+      callerUserId: input.caller.userId,
+      callerRole: input.caller.role,
+      decision: "",
+      decisionReason: "",
+      approvalId: "",
+      sopHash: "",
+    });
+    throw new AuditedError(err, row.seq);
+  }
+
+  return { execute, drain, refuse };
 }
 
 /** The dispatcher's interface, for the RPC services and the CLI. */

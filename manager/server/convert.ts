@@ -1,103 +1,11 @@
-/** Conversions between the framework's plain objects and the generated protobuf messages. */
-import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { ValueSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  MetadataSchema,
-  ParamFieldSchema,
-  ParamType,
-  SkillClass,
-  SkillResultSchema,
-  SkillScope,
-  type Metadata,
-  type SkillResult,
-} from "../../proto/gen/ongrid/v1/skill_pb.ts";
+/** The audit row as the contract's message. */
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ToolCallSchema, type ToolCall } from "../../proto/gen/ongrid/v1/audit_service_pb.ts";
-import type { ResultEnvelope, Skill, SkillClass as Cls, SkillScope as Scp, ParamType as PT } from "../../skill/types.ts";
 import type { AuditRow } from "../audit/types.ts";
+import { toValue } from "../../skill/proto.ts";
 
-const CLASS_TO_PROTO: Record<Cls, SkillClass> = {
-  safe: SkillClass.SAFE,
-  mutating: SkillClass.MUTATING,
-  dangerous: SkillClass.DANGEROUS,
-};
-const SCOPE_TO_PROTO: Record<Scp, SkillScope> = { host: SkillScope.HOST, manager: SkillScope.MANAGER };
-const TYPE_TO_PROTO: Record<PT, ParamType> = {
-  string: ParamType.STRING,
-  integer: ParamType.INTEGER,
-  number: ParamType.NUMBER,
-  boolean: ParamType.BOOLEAN,
-  enum: ParamType.ENUM,
-  duration: ParamType.DURATION,
-  string_list: ParamType.STRING_LIST,
-};
-
-/** Proto class → framework class (undefined for UNSPECIFIED). */
-export function classFromProto(c: SkillClass): Cls | undefined {
-  return (Object.keys(CLASS_TO_PROTO) as Cls[]).find((k) => CLASS_TO_PROTO[k] === c);
-}
-/** Proto scope → framework scope (undefined for UNSPECIFIED). */
-export function scopeFromProto(s: SkillScope): Scp | undefined {
-  return (Object.keys(SCOPE_TO_PROTO) as Scp[]).find((k) => SCOPE_TO_PROTO[k] === s);
-}
-
-/** Framework class → proto class. */
-export function classToProto(c: Cls): SkillClass {
-  return CLASS_TO_PROTO[c];
-}
-/** Framework scope → proto scope. */
-export function scopeToProto(s: Scp): SkillScope {
-  return SCOPE_TO_PROTO[s];
-}
-
-/** A registered skill as the contract's Metadata. */
-export function metadataToProto(skill: Skill, edgeIds: string[] = []): Metadata {
-  const m = skill.meta;
-  return create(MetadataSchema, {
-    key: m.key,
-    name: m.name,
-    description: m.description,
-    class: CLASS_TO_PROTO[m.class],
-    scope: SCOPE_TO_PROTO[m.scope],
-    category: m.category,
-    params: {
-      fields: Object.entries(m.params).map(([name, p]) =>
-        create(ParamFieldSchema, {
-          name,
-          type: TYPE_TO_PROTO[p.type],
-          description: p.description,
-          required: Boolean(p.required),
-          defaultJson: p.default === undefined ? undefined : JSON.stringify(p.default),
-          minimum: p.min,
-          maximum: p.max,
-          pattern: p.pattern ?? "",
-          enumValues: [...(p.values ?? [])],
-        }),
-      ),
-    },
-    rawJsonSchema: m.rawSchema ?? "",
-    resultPreview: m.resultPreview ?? "",
-    jsonSchema: m.rawSchema ?? JSON.stringify(skill.jsonSchema),
-    edgeIds,
-    dynamicRisk: m.dynamicRisk,
-  });
-}
-
-/** Any JSON-able value as google.protobuf.Value (undefined becomes null). */
-export function toValue(v: unknown) {
-  return fromJson(ValueSchema, (v === undefined ? null : JSON.parse(JSON.stringify(v))) as JsonValue);
-}
-
-/** The result envelope as the contract's SkillResult. */
-export function resultToProto(r: ResultEnvelope): SkillResult {
-  return create(SkillResultSchema, {
-    success: r.success,
-    output: toValue(r.output),
-    error: r.error,
-    durationMs: r.duration_ms,
-    truncated: r.truncated,
-    edgeId: r.edge_id,
-  });
-}
+export { classFromProto, classToProto, metadataToProto, resultToProto, scopeFromProto, scopeToProto, toValue } from "../../skill/proto.ts";
 
 /** An audit row as the contract's ToolCall. */
 export function toolCallToProto(r: AuditRow): ToolCall {

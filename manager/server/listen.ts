@@ -15,12 +15,32 @@ export type DualHandler = (
   res: http.ServerResponse | http2.Http2ServerResponse,
 ) => void;
 
+/** Serves one HTTP/2 stream directly, without node's request/response compatibility layer. */
+export type StreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
+
 /** Where and how to listen. */
 export interface ListenOptions {
   host: string;
   port: number;
   tlsCert?: string;
   tlsKey?: string;
+  /** HTTP/2 streams to serve raw, by request path (the edge tunnel); everything else goes to the handler. */
+  streams?: Record<string, StreamHandler>;
+}
+
+/**
+ * Puts raw stream handlers in front of node's compatibility layer: a stream whose path has a
+ * handler never becomes a request/response pair (which costs memory per stream).
+ */
+function routeStreams(server: http2.Http2Server | http2.Http2SecureServer, streams: Record<string, StreamHandler>): void {
+  if (!Object.keys(streams).length) return;
+  const compat = server.listeners("stream") as Array<(...a: unknown[]) => void>;
+  server.removeAllListeners("stream");
+  server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => {
+    const raw = streams[String(headers[":path"] ?? "")];
+    if (raw) raw(stream, headers);
+    else for (const l of compat) l.call(server, stream, headers, ...rest);
+  });
 }
 
 /** A listening front door. */
@@ -63,12 +83,14 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
       throw new OngridError("invalid_argument", `server.tls_cert/tls_key: not a usable PEM certificate and key: ${(err as Error).message}`, "check that the files hold a PEM certificate and its matching private key");
     }
     secure.setTimeout(IDLE_MS);
+    routeStreams(secure, opts.streams ?? {});
     secure.on("session", track);
     server = secure;
   } else {
     const h2 = http2.createServer({}, handler as never);
     h2.on("session", track);
     h2.setTimeout(IDLE_MS);
+    routeStreams(h2, opts.streams ?? {});
     const h1 = http.createServer(handler as never);
     h1.keepAliveTimeout = 65_000;
     server = net.createServer((socket) => {

@@ -7,11 +7,16 @@ import type { AuditLog } from "../audit/types.ts";
 import type { Dispatcher } from "../dispatch/dispatch.ts";
 import { createSkillService } from "./skill-service.ts";
 import { createAuditService } from "./audit-service.ts";
+import { EdgeService } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
+import { createEdgeService } from "./edge-service.ts";
+import type { Hub } from "../tunnel/hub.ts";
+import type { EdgeStore } from "../edges/store.ts";
 
 /** The routes function for connectNodeAdapter. */
-export function routes(deps: { registry: SkillRegistry; audit: AuditLog; dispatcher: Dispatcher }) {
+export function routes(deps: { registry: SkillRegistry; audit: AuditLog; dispatcher: Dispatcher; hub: Hub; edges: EdgeStore }) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));
     router.service(AuditService, createAuditService(deps));
+    router.service(EdgeService, createEdgeService(deps));
   };
 }

@@ -1,24 +1,30 @@
-/** ongrid.v1.SkillService: list, get and execute skills over Connect, gRPC and gRPC-Web. */
+/** ongrid.v1.SkillService: list, get, execute and fan out skills over Connect, gRPC and gRPC-Web. */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import type { SkillRegistry } from "../../skill/registry.ts";
 import type { Dispatcher } from "../dispatch/dispatch.ts";
+import { fanOut } from "../dispatch/fan-out.ts";
+import { listInventory } from "../registry/inventory.ts";
+import type { Hub } from "../tunnel/hub.ts";
 import { classFromProto, metadataToProto, resultToProto, scopeFromProto } from "./convert.ts";
 import { callerOf } from "./caller.ts";
 
-
-/** Builds the SkillService implementation over the registry and the dispatcher. */
-export function createSkillService(deps: { registry: SkillRegistry; dispatcher: Dispatcher }): ServiceImpl<typeof SkillService> {
-  const { registry, dispatcher } = deps;
+/** Builds the SkillService implementation over the registry, the hub and the dispatcher. */
+export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher }): ServiceImpl<typeof SkillService> {
+  const { registry, hub, dispatcher } = deps;
   return {
     listSkills(req) {
-      const skills = registry
-        .list({ scope: scopeFromProto(req.scope), class: classFromProto(req.class), category: req.category || undefined })
-        .filter(() => !req.edgeId);
-      return { skills: skills.map((s) => metadataToProto(s)) };
+      const entries = listInventory(registry, hub, {
+        scope: scopeFromProto(req.scope),
+        class: classFromProto(req.class),
+        category: req.category || undefined,
+        edgeId: req.edgeId || undefined,
+      });
+      return { skills: entries.map((e) => metadataToProto(e.skill, e.edgeIds)) };
     },
     getSkill(req) {
-      return { skill: metadataToProto(registry.getOrThrow(req.key)) };
+      const entry = listInventory(registry, hub).find((e) => e.skill.meta.key === req.key);
+      return { skill: entry ? metadataToProto(entry.skill, entry.edgeIds) : metadataToProto(registry.getOrThrow(req.key)) };
     },
     async executeSkill(req, ctx) {
       const out = await dispatcher.execute({
@@ -32,6 +38,33 @@ export function createSkillService(deps: { registry: SkillRegistry; dispatcher: 
         signal: ctx.signal,
       });
       return { result: resultToProto(out.result), auditSeq: BigInt(out.auditSeq) };
+    },
+    async *fanOutSkill(req, ctx) {
+      for await (const ev of fanOut(
+        { dispatcher, hub },
+        {
+          key: req.key,
+          params: req.input.case === "params" ? req.input.value : undefined,
+          paramsJson: req.input.case === "paramsJson" ? req.input.value : undefined,
+          edgeIds: req.edgeIds,
+          selector: req.selector,
+          perEdgeTimeoutMs: req.perEdgeTimeoutMs,
+          sessionId: req.sessionId,
+          caller: callerOf(ctx),
+          signal: ctx.signal,
+        },
+      )) {
+        if (ev.kind === "edge") {
+          yield {
+            event: {
+              case: "edgeResult",
+              value: { edgeId: ev.edgeId, result: ev.result ? resultToProto(ev.result) : undefined, error: ev.error, auditSeq: BigInt(ev.auditSeq) },
+            },
+          };
+        } else {
+          yield { event: { case: "summary", value: { targeted: ev.targeted, succeeded: ev.succeeded, failed: ev.failed, timedOut: ev.timedOut, durationMs: ev.durationMs } } };
+        }
+      }
     },
   };
 }

@@ -11,9 +11,9 @@ export interface TestManager extends Manager {
   stop(): Promise<void>;
 }
 
-/** Boots a manager; overrides are dotted config keys (e.g. "skills.web_search.url"). */
-export async function bootManager(overrides: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestManager> {
-  const dataDir = mkdtempSync(join(tmpdir(), "ongrid-test-"));
+/** Boots a manager; overrides are dotted config keys (e.g. "skills.web_search.url"); `keepDir` reuses a data dir and leaves it. */
+export async function bootManager(overrides: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, keepDir?: string): Promise<TestManager> {
+  const dataDir = keepDir ?? mkdtempSync(join(tmpdir(), "ongrid-test-"));
   const config = loadConfig({ env, overrides: { "server.port": 0, data_dir: dataDir, ...overrides } });
   const manager = await startManager(config, createLogger("silent"));
   return {
@@ -21,7 +21,7 @@ export async function bootManager(overrides: Record<string, unknown> = {}, env: 
     dataDir,
     async stop() {
       await manager.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!keepDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

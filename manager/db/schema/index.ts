@@ -1,2 +1,3 @@
 /** Every table of the manager's database; drizzle-kit and the client read the schema from here. */
 export * from "./tool-calls.ts";
+export * from "./edges.ts";

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Metadata, SkillClass, SkillResult, SkillScope } from "./skill_pb.ts";
+import type { Metadata, SkillClass, SkillError, SkillResult, SkillScope } from "./skill_pb.ts";
 import { file_ongrid_v1_skill } from "./skill_pb.ts";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/skill_service.proto.
  */
 export const file_ongrid_v1_skill_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKmAQoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA1CBwoFaW5wdXQiUQoURXhlY3V0ZVNraWxsUmVzcG9uc2USJgoGcmVzdWx0GAEgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0EhEKCWF1ZGl0X3NlcRgCIAEoBDL5AQoMU2tpbGxTZXJ2aWNlEk4KCkxpc3RTa2lsbHMSHC5vbmdyaWQudjEuTGlzdFNraWxsc1JlcXVlc3QaHS5vbmdyaWQudjEuTGlzdFNraWxsc1Jlc3BvbnNlIgOQAgESSAoIR2V0U2tpbGwSGi5vbmdyaWQudjEuR2V0U2tpbGxSZXF1ZXN0Ghsub25ncmlkLnYxLkdldFNraWxsUmVzcG9uc2UiA5ACARJPCgxFeGVjdXRlU2tpbGwSHi5vbmdyaWQudjEuRXhlY3V0ZVNraWxsUmVxdWVzdBofLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_ongrid_v1_skill]);
+  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKmAQoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA1CBwoFaW5wdXQiUQoURXhlY3V0ZVNraWxsUmVzcG9uc2USJgoGcmVzdWx0GAEgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0EhEKCWF1ZGl0X3NlcRgCIAEoBCLBAQoSRmFuT3V0U2tpbGxSZXF1ZXN0EgsKA2tleRgBIAEoCRIpCgZwYXJhbXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASFQoLcGFyYW1zX2pzb24YAyABKAlIABIQCghlZGdlX2lkcxgEIAMoCRIQCghzZWxlY3RvchgFIAEoCRIbChNwZXJfZWRnZV90aW1lb3V0X21zGAYgASgNEhIKCnNlc3Npb25faWQYByABKAlCBwoFaW5wdXQifwoTRmFuT3V0U2tpbGxSZXNwb25zZRIyCgtlZGdlX3Jlc3VsdBgBIAEoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0SAASKwoHc3VtbWFyeRgCIAEoCzIYLm9uZ3JpZC52MS5GYW5PdXRTdW1tYXJ5SABCBwoFZXZlbnQihAEKEEZhbk91dEVkZ2VSZXN1bHQSDwoHZWRnZV9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSJAoFZXJyb3IYAyABKAsyFS5vbmdyaWQudjEuU2tpbGxFcnJvchIRCglhdWRpdF9zZXEYBCABKAQibAoNRmFuT3V0U3VtbWFyeRIQCgh0YXJnZXRlZBgBIAEoDRIRCglzdWNjZWVkZWQYAiABKA0SDgoGZmFpbGVkGAMgASgNEhEKCXRpbWVkX291dBgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoDTLJAgoMU2tpbGxTZXJ2aWNlEk4KCkxpc3RTa2lsbHMSHC5vbmdyaWQudjEuTGlzdFNraWxsc1JlcXVlc3QaHS5vbmdyaWQudjEuTGlzdFNraWxsc1Jlc3BvbnNlIgOQAgESSAoIR2V0U2tpbGwSGi5vbmdyaWQudjEuR2V0U2tpbGxSZXF1ZXN0Ghsub25ncmlkLnYxLkdldFNraWxsUmVzcG9uc2UiA5ACARJPCgxFeGVjdXRlU2tpbGwSHi5vbmdyaWQudjEuRXhlY3V0ZVNraWxsUmVxdWVzdBofLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXNwb25zZRJOCgtGYW5PdXRTa2lsbBIdLm9uZ3JpZC52MS5GYW5PdXRTa2lsbFJlcXVlc3QaHi5vbmdyaWQudjEuRmFuT3V0U2tpbGxSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_struct, file_ongrid_v1_skill]);
 
 /**
  * ListSkillsRequest filters the listing; empty fields match everything.
@@ -214,6 +214,206 @@ export const ExecuteSkillResponseSchema: GenMessage<ExecuteSkillResponse> = /*@_
   messageDesc(file_ongrid_v1_skill_service, 5);
 
 /**
+ * FanOutSkillRequest targets many edges with one host skill.
+ *
+ * @generated from message ongrid.v1.FanOutSkillRequest
+ */
+export type FanOutSkillRequest = Message<"ongrid.v1.FanOutSkillRequest"> & {
+  /**
+   * The host skill key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * The params, given either as a JSON object or as JSON text (the same for every edge).
+   *
+   * @generated from oneof ongrid.v1.FanOutSkillRequest.input
+   */
+  input: {
+    /**
+     * The params as a JSON object.
+     *
+     * @generated from field: google.protobuf.Struct params = 2;
+     */
+    value: JsonObject;
+    case: "params";
+  } | {
+    /**
+     * The params as JSON text.
+     *
+     * @generated from field: string params_json = 3;
+     */
+    value: string;
+    case: "paramsJson";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Target these edges; combined with selector by union.
+   *
+   * @generated from field: repeated string edge_ids = 4;
+   */
+  edgeIds: string[];
+
+  /**
+   * Target the online edges whose labels match, e.g. "team=payments,env!=dev,gpu".
+   *
+   * @generated from field: string selector = 5;
+   */
+  selector: string;
+
+  /**
+   * Deadline of each edge's call in milliseconds; 0 uses the configured default.
+   *
+   * @generated from field: uint32 per_edge_timeout_ms = 6;
+   */
+  perEdgeTimeoutMs: number;
+
+  /**
+   * The session this fan-out belongs to, for the audit log.
+   *
+   * @generated from field: string session_id = 7;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message ongrid.v1.FanOutSkillRequest.
+ * Use `create(FanOutSkillRequestSchema)` to create a new message.
+ */
+export const FanOutSkillRequestSchema: GenMessage<FanOutSkillRequest> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_skill_service, 6);
+
+/**
+ * FanOutSkillResponse is one event of a fan-out: an edge's result, or the final summary.
+ *
+ * @generated from message ongrid.v1.FanOutSkillResponse
+ */
+export type FanOutSkillResponse = Message<"ongrid.v1.FanOutSkillResponse"> & {
+  /**
+   * The event.
+   *
+   * @generated from oneof ongrid.v1.FanOutSkillResponse.event
+   */
+  event: {
+    /**
+     * One edge's outcome.
+     *
+     * @generated from field: ongrid.v1.FanOutEdgeResult edge_result = 1;
+     */
+    value: FanOutEdgeResult;
+    case: "edgeResult";
+  } | {
+    /**
+     * Sent last.
+     *
+     * @generated from field: ongrid.v1.FanOutSummary summary = 2;
+     */
+    value: FanOutSummary;
+    case: "summary";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ongrid.v1.FanOutSkillResponse.
+ * Use `create(FanOutSkillResponseSchema)` to create a new message.
+ */
+export const FanOutSkillResponseSchema: GenMessage<FanOutSkillResponse> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_skill_service, 7);
+
+/**
+ * FanOutEdgeResult is the outcome of the call on one edge.
+ *
+ * @generated from message ongrid.v1.FanOutEdgeResult
+ */
+export type FanOutEdgeResult = Message<"ongrid.v1.FanOutEdgeResult"> & {
+  /**
+   * The edge.
+   *
+   * @generated from field: string edge_id = 1;
+   */
+  edgeId: string;
+
+  /**
+   * The result envelope when the call ran (success or skill failure).
+   *
+   * @generated from field: ongrid.v1.SkillResult result = 2;
+   */
+  result?: SkillResult | undefined;
+
+  /**
+   * Set instead of a result when the call was refused (offline, not offered, invalid, deadline).
+   *
+   * @generated from field: ongrid.v1.SkillError error = 3;
+   */
+  error?: SkillError | undefined;
+
+  /**
+   * Sequence number of the audit row written for this edge's call.
+   *
+   * @generated from field: uint64 audit_seq = 4;
+   */
+  auditSeq: bigint;
+};
+
+/**
+ * Describes the message ongrid.v1.FanOutEdgeResult.
+ * Use `create(FanOutEdgeResultSchema)` to create a new message.
+ */
+export const FanOutEdgeResultSchema: GenMessage<FanOutEdgeResult> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_skill_service, 8);
+
+/**
+ * FanOutSummary closes a fan-out.
+ *
+ * @generated from message ongrid.v1.FanOutSummary
+ */
+export type FanOutSummary = Message<"ongrid.v1.FanOutSummary"> & {
+  /**
+   * How many edges were targeted.
+   *
+   * @generated from field: uint32 targeted = 1;
+   */
+  targeted: number;
+
+  /**
+   * How many returned success.
+   *
+   * @generated from field: uint32 succeeded = 2;
+   */
+  succeeded: number;
+
+  /**
+   * How many ran and failed, or were refused.
+   *
+   * @generated from field: uint32 failed = 3;
+   */
+  failed: number;
+
+  /**
+   * Of the failed, how many hit the per-edge deadline.
+   *
+   * @generated from field: uint32 timed_out = 4;
+   */
+  timedOut: number;
+
+  /**
+   * Wall time of the whole fan-out in milliseconds.
+   *
+   * @generated from field: uint32 duration_ms = 5;
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message ongrid.v1.FanOutSummary.
+ * Use `create(FanOutSummarySchema)` to create a new message.
+ */
+export const FanOutSummarySchema: GenMessage<FanOutSummary> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_skill_service, 9);
+
+/**
  * SkillService lists skills and executes them; every execution writes one audit row.
  *
  * @generated from service ongrid.v1.SkillService
@@ -248,6 +448,17 @@ export const SkillService: GenService<{
     methodKind: "unary";
     input: typeof ExecuteSkillRequestSchema;
     output: typeof ExecuteSkillResponseSchema;
+  },
+  /**
+   * FanOutSkill runs one host skill on many edges (by id or label selector) and streams each
+   * edge's result as it arrives, then a summary.
+   *
+   * @generated from rpc ongrid.v1.SkillService.FanOutSkill
+   */
+  fanOutSkill: {
+    methodKind: "server_streaming";
+    input: typeof FanOutSkillRequestSchema;
+    output: typeof FanOutSkillResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ongrid_v1_skill_service, 0);

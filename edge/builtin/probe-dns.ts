@@ -1,0 +1,154 @@
+/** probe_dns (D1): ask this host's DNS servers, or a given one, for one record type of one name. */
+import net from "node:net";
+import { getServers, Resolver } from "node:dns/promises";
+import { defineSkill } from "../../skill/define.ts";
+import { SkillError } from "../../skill/errors.ts";
+import { parseDuration } from "../../skill/duration.ts";
+import { elapsedMs, HOST_PATTERN, probeDeadline } from "./probe-tcp.ts";
+
+const RECORD_TYPES = ["A", "AAAA", "CNAME", "MX", "TXT", "NS", "SRV", "PTR"] as const;
+type RecordType = (typeof RECORD_TYPES)[number];
+
+/** An IPv4 address, [IPv6] or bare IPv6, with an optional :port (not for bare IPv6); checked again with net.isIP. */
+const RESOLVER_PATTERN = "^(?:\\d{1,3}(?:\\.\\d{1,3}){3}(?::\\d{1,5})?|\\[[0-9A-Fa-f:.]+\\](?::\\d{1,5})?|[0-9A-Fa-f]*:[0-9A-Fa-f:.]*)$";
+
+/** c-ares error codes that are DNS answers (an rcode), not failures to get one. */
+const ANSWER_CODES: Readonly<Record<string, string>> = {
+  ENODATA: "NOERROR",
+  ENOTFOUND: "NXDOMAIN",
+  ESERVFAIL: "SERVFAIL",
+  EREFUSED: "REFUSED",
+  ENOTIMP: "NOTIMP",
+  EFORMERR: "FORMERR",
+};
+
+/** Turns the resolver param into the form Resolver#setServers takes ("1.2.3.4:53", "[::1]:53", "::1"); invalid_argument otherwise. */
+export function parseResolver(text: string): string {
+  const bad = (why: string) =>
+    new SkillError("invalid_argument", `param "resolver": ${JSON.stringify(text.slice(0, 80))} ${why}`, 'Give the DNS server as an IP address with an optional port: "10.0.0.2", "10.0.0.2:5353", "[fd00::53]:53" or "fd00::53".');
+  let host = text;
+  let port: string | undefined;
+  const bracketed = /^\[(.+)\](?::(\d+))?$/.exec(text);
+  const v4 = /^([\d.]+)(?::(\d+))?$/.exec(text);
+  if (bracketed) [, host, port] = bracketed;
+  else if (v4) [, host, port] = v4;
+  const family = net.isIP(host);
+  if (family === 0 || (bracketed && family !== 6) || (v4 && family !== 4)) throw bad("is not an IP address");
+  if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) throw bad("has a port outside 1-65535");
+  if (port === undefined) return host;
+  return family === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** The name a PTR query asks for: IP addresses become their in-addr.arpa / ip6.arpa name, anything else is kept. */
+export function reverseName(name: string): string {
+  if (net.isIPv4(name)) return `${name.split(".").reverse().join(".")}.in-addr.arpa`;
+  if (!net.isIPv6(name)) return name;
+  let text = name;
+  const v4tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4tail) {
+    const [a, b, c, d] = v4tail[1].split(".").map(Number);
+    text = `${text.slice(0, -v4tail[1].length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [left, right] = text.includes("::") ? text.split("::") : [text, undefined];
+  const l = left ? left.split(":") : [];
+  const r = right ? right.split(":") : [];
+  const groups = right === undefined ? l : [...l, ...Array(8 - l.length - r.length).fill("0"), ...r];
+  const nibbles = groups.map((g) => g.padStart(4, "0")).join("");
+  return `${[...nibbles].reverse().join(".")}.ip6.arpa`;
+}
+
+async function query(resolver: Resolver, type: RecordType, name: string): Promise<Record<string, unknown>[]> {
+  switch (type) {
+    case "A":
+      return (await resolver.resolve4(name, { ttl: true })).map((a) => ({ address: a.address, ttl: a.ttl }));
+    case "AAAA":
+      return (await resolver.resolve6(name, { ttl: true })).map((a) => ({ address: a.address, ttl: a.ttl }));
+    case "CNAME":
+      return (await resolver.resolveCname(name)).map((target) => ({ name: target }));
+    case "MX":
+      return (await resolver.resolveMx(name)).sort((a, b) => a.priority - b.priority).map((m) => ({ exchange: m.exchange, priority: m.priority }));
+    case "TXT":
+      return (await resolver.resolveTxt(name)).map((chunks) => ({ text: chunks.join("").slice(0, 4096) }));
+    case "NS":
+      return (await resolver.resolveNs(name)).map((ns) => ({ name: ns }));
+    case "SRV":
+      return (await resolver.resolveSrv(name))
+        .sort((a, b) => a.priority - b.priority || b.weight - a.weight)
+        .map((s) => ({ name: s.name, port: s.port, priority: s.priority, weight: s.weight }));
+    case "PTR":
+      return (await resolver.resolvePtr(name)).map((ptr) => ({ name: ptr }));
+  }
+}
+
+export default defineSkill({
+  key: "probe_dns",
+  name: "Probe DNS",
+  description:
+    "Resolve one name for one record type (A, AAAA, CNAME, MX, TXT, NS, SRV, PTR) from this host, with its DNS servers or a given resolver, and report the records, the response code and the latency. Use when a service name may not resolve, resolves differently on this host, or a resolver may be down. NXDOMAIN, SERVFAIL and REFUSED are answers: they return success with empty records and that rcode; only getting no answer fails (resolver_unreachable, timeout).",
+  class: "safe",
+  scope: "host",
+  category: "network",
+  params: {
+    name: { type: "string", description: "Name to look up, e.g. api.internal; for PTR an IP address works too.", required: true, min: 1, max: 253, pattern: HOST_PATTERN },
+    type: { type: "enum", description: "Record type to ask for.", values: RECORD_TYPES, default: "A" },
+    resolver: { type: "string", description: 'DNS server to ask instead of this host\'s (from /etc/resolv.conf): an IP with an optional port, e.g. "10.0.0.2" or "10.0.0.2:5353".', max: 64, pattern: RESOLVER_PATTERN },
+    timeout: { type: "duration", description: "How long to wait for the answer.", default: "3s", min: 1, max: 30_000 },
+  },
+  resultPreview: JSON.stringify({
+    name: "api.internal",
+    type: "A",
+    resolver: "system",
+    servers: ["10.0.0.2"],
+    rcode: "NOERROR",
+    records: [{ address: "10.0.0.12", ttl: 300 }],
+    latency_ms: 2.4,
+  }),
+  async execute(ctx, params) {
+    const name = params.name.startsWith("[") && params.name.endsWith("]") ? params.name.slice(1, -1) : params.name;
+    const queryName = params.type === "PTR" ? reverseName(name) : name;
+    const server = params.resolver !== undefined ? parseResolver(params.resolver) : undefined;
+    const timeoutMs = parseDuration(params.timeout);
+    const resolver = new Resolver({ timeout: timeoutMs, tries: 1 });
+    if (server) resolver.setServers([server]);
+    const servers = server ? [server] : getServers();
+    const where = server ?? `this host's DNS servers (${servers.join(", ") || "none configured"})`;
+    const deadline = probeDeadline(ctx.signal, timeoutMs, params.timeout);
+    const cancel = () => resolver.cancel();
+    deadline.signal.addEventListener("abort", cancel, { once: true });
+    const started = performance.now();
+    const base = {
+      name: params.name,
+      ...(queryName !== name ? { query_name: queryName } : {}),
+      type: params.type,
+      resolver: server ?? "system",
+      ...(server ? {} : { servers }),
+    };
+    try {
+      const records = await query(resolver, params.type, queryName);
+      return { ...base, rcode: "NOERROR", records, latency_ms: elapsedMs(started) };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? "";
+      const rcode = ANSWER_CODES[code];
+      if (rcode) return { ...base, rcode, records: [], latency_ms: elapsedMs(started) };
+      const timeoutHint = `${server ? "The server" : "This host's DNS servers"} did not answer: it may be down, overloaded or filtered (UDP port 53); check with probe_tcp on port 53, or ask another resolver.`;
+      if (deadline.signal.aborted) throw deadline.error(`the ${params.type} query for ${queryName} to ${where}`, timeoutHint);
+      if (code === "ETIMEOUT") throw new SkillError("timeout", `no answer from ${where} for ${queryName} within ${params.timeout}`, timeoutHint);
+      if (code === "ECONNREFUSED") {
+        throw new SkillError(
+          "resolver_unreachable",
+          `no DNS server answers at ${where} (connection refused)`,
+          server ? "Nothing listens for DNS at that address and port; check the address, the port and that the DNS service is running." : "Check the nameserver lines of /etc/resolv.conf and that those servers run.",
+        );
+      }
+      if (code === "EBADRESP" || code === "EBADFAMILY") {
+        throw new SkillError("bad_response", `${where} sent a malformed answer for ${queryName} (${code})`, "The server is not a working DNS server, or something in the path rewrites DNS; try another resolver.");
+      }
+      if (code === "EBADNAME" || code === "EBADQUERY") {
+        throw new SkillError("invalid_argument", `param "name": ${JSON.stringify(params.name)} is not a name a DNS query can carry (${code})`, "Pass a DNS name such as api.example.com.");
+      }
+      throw new SkillError("dns_failed", `the ${params.type} query for ${queryName} to ${where} failed: ${code || (err as Error).message}`, "Retry once; if it persists, try another resolver.");
+    } finally {
+      deadline.signal.removeEventListener("abort", cancel);
+    }
+  },
+});

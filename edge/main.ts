@@ -1,0 +1,133 @@
+/** The edge agent `ongrid-edge`: dials out to the manager and runs host skills (compiled with `bun build --compile`). */
+import { readFileSync } from "node:fs";
+import { hostname, platform, arch } from "node:os";
+import { Command, CommanderError } from "commander";
+import pino from "pino";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createRegistry } from "../skill/registry.ts";
+import { parseDuration } from "../skill/duration.ts";
+import { OngridError } from "../skill/errors.ts";
+import { EDGE_BUILTINS } from "./builtin/index.ts";
+import { dialForever } from "./tunnel/dialer.ts";
+
+/** The edge agent's version, sent in hello. */
+export const EDGE_VERSION = "0.1.0";
+
+const ID_PATTERN = /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/;
+
+function bad(flag: string, message: string): never {
+  throw new OngridError("invalid_argument", `${flag}: ${message}`);
+}
+
+function parseLabels(values: string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const v of values) {
+    const m = /^([A-Za-z0-9][A-Za-z0-9._/-]{0,62})=([A-Za-z0-9._-]{0,63})$/.exec(v.trim());
+    if (!m) bad("--label", `"${v}" must be key=value (letters, digits, . _ - /)`);
+    labels[m[1]] = m[2];
+  }
+  return labels;
+}
+
+const list = (v: string, acc: string[]) => [...acc, v];
+const env = process.env;
+
+/** Builds the command line. */
+export function buildEdgeProgram(): Command {
+  return new Command("ongrid-edge")
+    .description("ongrid edge agent: dials out to the manager and runs host skills")
+    .version(EDGE_VERSION)
+    .option("--manager <url>", "manager URL, e.g. https://ongrid.example:7070 (ONGRID_MANAGER_URL)", env.ONGRID_MANAGER_URL)
+    .option("--token <token>", "edge token from `ongrid edge enroll ID` (ONGRID_EDGE_TOKEN)", env.ONGRID_EDGE_TOKEN)
+    .option("--token-file <file>", "read the token from a file instead (ONGRID_EDGE_TOKEN_FILE)", env.ONGRID_EDGE_TOKEN_FILE)
+    .option("--id <id>", "edge id (ONGRID_EDGE_ID; default: this host's name, lower-cased)", env.ONGRID_EDGE_ID)
+    .option("--label <key=value>", "a label for selectors (repeatable; ONGRID_EDGE_LABELS=k=v,k=v)", list, env.ONGRID_EDGE_LABELS ? env.ONGRID_EDGE_LABELS.split(",") : [])
+    .option("--allowed-root <dir>", "directory tail_file and host_files may read (repeatable; ONGRID_EDGE_ALLOWED_ROOTS=a:b)", list, env.ONGRID_EDGE_ALLOWED_ROOTS ? env.ONGRID_EDGE_ALLOWED_ROOTS.split(":") : [])
+    .option("--concurrency <n>", "calls run at once; more wait (ONGRID_EDGE_CONCURRENCY)", env.ONGRID_EDGE_CONCURRENCY ?? "8")
+    .option("--output-cap <bytes>", "outputs larger than this are truncated (ONGRID_OUTPUT_CAP_BYTES)", env.ONGRID_OUTPUT_CAP_BYTES ?? "65536")
+    .option("--ca <file>", "CA certificate (PEM) to verify an https manager against (ONGRID_EDGE_CA_FILE)", env.ONGRID_EDGE_CA_FILE)
+    .option("--max-backoff <duration>", "longest wait between reconnection attempts (ONGRID_EDGE_MAX_BACKOFF)", env.ONGRID_EDGE_MAX_BACKOFF ?? "30s")
+    .option("--log-level <level>", "trace|debug|info|warn|error (ONGRID_LOG_LEVEL)", env.ONGRID_LOG_LEVEL ?? "info")
+    .action(async (o) => {
+      if (!o.manager) bad("--manager", "is required (or set ONGRID_MANAGER_URL)");
+      let url: URL;
+      try {
+        url = new URL(o.manager);
+      } catch {
+        bad("--manager", `"${o.manager}" is not a URL`);
+      }
+      if (url.protocol !== "http:" && url.protocol !== "https:") bad("--manager", "must be an http:// or https:// URL");
+      let token: string = o.token ?? "";
+      if (o.tokenFile) {
+        try {
+          token = readFileSync(o.tokenFile, "utf8").trim();
+        } catch (err) {
+          bad("--token-file", `cannot read: ${(err as Error).message}`);
+        }
+      }
+      if (!token) bad("--token", "is required (or --token-file, ONGRID_EDGE_TOKEN)");
+      const id = String(o.id ?? hostname()).toLowerCase();
+      if (!ID_PATTERN.test(id)) bad("--id", `"${id}" is not a valid edge id (lower-case letters, digits, dots, dashes; 1-63)`);
+      const concurrency = Number(o.concurrency);
+      if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) bad("--concurrency", "must be an integer from 1 to 1024");
+      const outputCap = Number(o.outputCap);
+      if (!Number.isInteger(outputCap) || outputCap < 256) bad("--output-cap", "must be an integer >= 256");
+      let maxBackoff: number;
+      try {
+        maxBackoff = parseDuration(o.maxBackoff);
+      } catch (err) {
+        bad("--max-backoff", (err as Error).message);
+      }
+      let ca: Buffer | undefined;
+      if (o.ca) {
+        try {
+          ca = readFileSync(o.ca);
+        } catch (err) {
+          bad("--ca", `cannot read: ${(err as Error).message}`);
+        }
+      }
+      const log = pino({ level: o.logLevel, base: { svc: "ongrid-edge", edge: id } }, pino.destination(2));
+      const registry = createRegistry({ log });
+      for (const def of EDGE_BUILTINS) registry.register(def);
+      const roots = (o.allowedRoot as string[]).filter(Boolean);
+      const transport = createGrpcTransport({ baseUrl: url.toString().replace(/\/$/, ""), nodeOptions: ca ? { ca } : undefined });
+      const stop = new AbortController();
+      for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => stop.abort());
+      console.log(`ongrid-edge ${EDGE_VERSION} "${id}" dialing ${url.origin} (${registry.size} skills)`);
+      await dialForever(
+        transport,
+        token,
+        {
+          id,
+          version: EDGE_VERSION,
+          hostname: hostname(),
+          os: `${platform()}/${arch()}`,
+          labels: parseLabels(o.label),
+          registry,
+          settings: { tail_file: { allowed_roots: roots }, host_files: { allowed_roots: roots } },
+          concurrency,
+          outputCapBytes: outputCap,
+          log,
+        },
+        { baseMs: 250, maxMs: maxBackoff },
+        stop.signal,
+      );
+      process.exit(0);
+    });
+}
+
+/** Runs the agent; usage and config errors exit 2. */
+export async function runEdge(argv: string[]): Promise<void> {
+  const program = buildEdgeProgram().exitOverride();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    console.error(`ongrid-edge: ${(err as Error).message}`);
+    process.exitCode = err instanceof OngridError && err.code === "invalid_argument" ? 2 : 1;
+  }
+}
+

@@ -1,0 +1,26 @@
+/** The edge aggregate: enrolled edge agents, their hashed tokens and their last known presence (C4, B2). */
+import { boolean, index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+/** One row per enrolled edge id; the token is stored only as its SHA-256. */
+export const edges = pgTable(
+  "edges",
+  {
+    id: text("id").primaryKey(),
+    tokenHash: text("token_hash").notNull(),
+    enrolledAt: timestamp("enrolled_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true, precision: 3, mode: "date" }),
+    online: boolean("online").notNull().default(false),
+    lastSeenAt: timestamp("last_seen_at", { withTimezone: true, precision: 3, mode: "date" }),
+    managerId: text("manager_id").notNull().default(""),
+    version: text("version").notNull().default(""),
+    hostname: text("hostname").notNull().default(""),
+    os: text("os").notNull().default(""),
+    labels: jsonb("labels").$type<Record<string, string>>().notNull().default({}),
+    /** The skill metadata of the last hello, as the contract's JSON. */
+    skills: jsonb("skills").$type<unknown[]>().notNull().default([]),
+  },
+  (t) => [index("edges_token_hash_idx").on(t.tokenHash)],
+);
+
+/** A row of edges as read. */
+export type EdgeRow = typeof edges.$inferSelect;

@@ -1,0 +1,76 @@
+/** Fleet fan-out (B4): one host skill on many edges, results streamed as they arrive, a summary at the end. */
+import { OngridError } from "../../skill/errors.ts";
+import type { EnvelopeError, ResultEnvelope } from "../../skill/types.ts";
+import type { Hub } from "../tunnel/hub.ts";
+import { parseSelector } from "../edges/selector.ts";
+import { AuditedError, type Caller, type Dispatcher } from "./dispatch.ts";
+
+/** A fan-out request. */
+export interface FanOutInput {
+  key: string;
+  params?: unknown;
+  paramsJson?: string;
+  edgeIds: string[];
+  selector: string;
+  perEdgeTimeoutMs?: number;
+  sessionId?: string;
+  caller: Caller;
+  signal?: AbortSignal;
+}
+
+/** One event of the stream. */
+export type FanOutEvent =
+  | { kind: "edge"; edgeId: string; result?: ResultEnvelope; error?: EnvelopeError; auditSeq: number }
+  | { kind: "summary"; targeted: number; succeeded: number; failed: number; timedOut: number; durationMs: number };
+
+/** Resolves the targets, starts every call at once and yields results in completion order. */
+export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input: FanOutInput): AsyncGenerator<FanOutEvent> {
+  const started = Date.now();
+  if (!input.edgeIds.length && !input.selector.trim()) {
+    await deps.dispatcher.refuse(
+      { ...input, edgeId: "" },
+      new OngridError("invalid_argument", "edge_ids or selector: give at least one (rule: required)", 'e.g. selector "team=payments"'),
+    );
+  }
+  let selector;
+  try {
+    selector = parseSelector(input.selector);
+  } catch (err) {
+    await deps.dispatcher.refuse({ ...input, edgeId: "" }, err as OngridError);
+  }
+  const targets = new Set(input.edgeIds);
+  if (input.selector.trim()) for (const s of deps.hub.sessions()) if (selector!.matches(s.hello.labels)) targets.add(s.edgeId);
+
+  const queue: FanOutEvent[] = [];
+  let wake: (() => void) | undefined;
+  let remaining = targets.size;
+  let succeeded = 0;
+  let timedOut = 0;
+  for (const edgeId of targets) {
+    deps.dispatcher
+      .execute({ key: input.key, params: input.params, paramsJson: input.paramsJson, edgeId, sessionId: input.sessionId, timeoutMs: input.perEdgeTimeoutMs, caller: input.caller, signal: input.signal })
+      .then(
+        (out): FanOutEvent => {
+          if (out.result.success) succeeded++;
+          else if (out.result.error?.code === "deadline_exceeded") timedOut++;
+          return { kind: "edge", edgeId, result: out.result, auditSeq: out.auditSeq };
+        },
+        (err): FanOutEvent => {
+          const e = err instanceof OngridError ? err : new OngridError("internal", "internal error");
+          if (e.code === "deadline_exceeded") timedOut++;
+          return { kind: "edge", edgeId, error: { code: e.code, message: e.message, hint: e.hint }, auditSeq: err instanceof AuditedError ? err.auditSeq : 0 };
+        },
+      )
+      .then((ev) => {
+        queue.push(ev);
+        remaining--;
+        wake?.();
+      });
+  }
+  while (remaining > 0 || queue.length) {
+    if (!queue.length) await new Promise<void>((r) => (wake = r));
+    wake = undefined;
+    while (queue.length) yield queue.shift()!;
+  }
+  yield { kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started };
+}

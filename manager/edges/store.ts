@@ -1,0 +1,103 @@
+/** Enrolled edges in the database: tokens (hashed), revocation and last known presence (C4). */
+import { createHash, randomBytes } from "node:crypto";
+import { asc, eq } from "drizzle-orm";
+import { OngridError } from "../../skill/errors.ts";
+import type { Database } from "../db/client.ts";
+import { edges, type EdgeRow } from "../db/schema/index.ts";
+
+/** Edge ids: what a DNS label allows, lower case, so the default (the host's name) fits. */
+export const EDGE_ID_PATTERN = /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/;
+const TOKEN_PREFIX = "ogt_";
+
+/** SHA-256 of a token, hex: the only form stored. */
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+/** Refuses an edge id that is not a lower-case DNS label. */
+export function checkEdgeId(id: string, field = "id"): string {
+  if (!EDGE_ID_PATTERN.test(id)) {
+    throw new OngridError(
+      "invalid_argument",
+      `${field}: "${id.slice(0, 80)}" is not a valid edge id (rule: pattern ${EDGE_ID_PATTERN.source})`,
+      "use lower-case letters, digits, dots and dashes, 1 to 63 characters",
+    );
+  }
+  return id;
+}
+
+/** What the hub records when an edge says hello. */
+export interface Presence {
+  version: string;
+  hostname: string;
+  os: string;
+  labels: Record<string, string>;
+  skills: unknown[];
+}
+
+/** Creates the edge store over the manager's database. */
+export function createEdgeStore(database: Database, managerId: string) {
+  const { db } = database;
+  return {
+    /** Creates the edge or rotates its token; the token is returned once and stored hashed. */
+    async enroll(id: string): Promise<{ id: string; token: string; rotated: boolean }> {
+      checkEdgeId(id);
+      const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
+      const now = new Date();
+      const existing = await db.select({ id: edges.id }).from(edges).where(eq(edges.id, id));
+      await db
+        .insert(edges)
+        .values({ id, tokenHash: hashToken(token), enrolledAt: now })
+        .onConflictDoUpdate({ target: edges.id, set: { tokenHash: hashToken(token), enrolledAt: now, revokedAt: null } });
+      return { id, token, rotated: existing.length > 0 };
+    },
+
+    /** Revokes the edge's token; false when no such edge is enrolled. */
+    async revoke(id: string): Promise<boolean> {
+      const rows = await db.update(edges).set({ revokedAt: new Date(), online: false }).where(eq(edges.id, id)).returning({ id: edges.id });
+      return rows.length > 0;
+    },
+
+    /**
+     * The edge a token belongs to. Unknown and revoked tokens are refused alike (no oracle for
+     * which ids exist). Tokens are 256 random bits, so looking them up by hash leaks nothing.
+     */
+    async authenticate(token: string): Promise<EdgeRow> {
+      const fail = () => new OngridError("unauthenticated", "edge token is unknown or revoked", "enroll the edge again with `ongrid edge enroll ID` and use the new token");
+      if (!token.startsWith(TOKEN_PREFIX)) throw fail();
+      const hash = hashToken(token);
+      const [row] = await db.select().from(edges).where(eq(edges.tokenHash, hash));
+      if (!row || row.revokedAt) throw fail();
+      return row;
+    },
+
+    /** Whether the edge is still enrolled with this token hash (checked again when a revoked edge tries to stay). */
+    async get(id: string): Promise<EdgeRow | undefined> {
+      const [row] = await db.select().from(edges).where(eq(edges.id, id));
+      return row;
+    },
+
+    async list(): Promise<EdgeRow[]> {
+      return db.select().from(edges).orderBy(asc(edges.id));
+    },
+
+    async markOnline(id: string, p: Presence): Promise<void> {
+      await db
+        .update(edges)
+        .set({ online: true, lastSeenAt: new Date(), managerId, version: p.version, hostname: p.hostname, os: p.os, labels: p.labels, skills: p.skills })
+        .where(eq(edges.id, id));
+    },
+
+    async markOffline(id: string, lastSeen: Date): Promise<void> {
+      await db.update(edges).set({ online: false, lastSeenAt: lastSeen }).where(eq(edges.id, id));
+    },
+
+    /** At start: edges this manager held when it stopped are not online any more. */
+    async resetPresence(): Promise<void> {
+      await db.update(edges).set({ online: false }).where(eq(edges.managerId, managerId));
+    },
+  };
+}
+
+/** The edge store's interface. */
+export type EdgeStore = ReturnType<typeof createEdgeStore>;

@@ -1,0 +1,157 @@
+/**
+ * A bidirectional gRPC stream served straight on a node:http2 stream: length-prefixed protobuf
+ * messages in DATA frames, status in trailers. The edge tunnel uses it instead of the Connect
+ * router because an idle tunnel must cost little memory per edge (see docs/performance.md);
+ * the wire format is plain gRPC, so grpc-js, grpc-go or buf curl peers work unchanged.
+ */
+import type http2 from "node:http2";
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+
+/** A gRPC status to end the stream with. */
+export interface GrpcStatus {
+  code: Code;
+  message: string;
+}
+
+/** One accepted bidirectional call. */
+export interface GrpcBidiCall<O extends DescMessage> {
+  readonly headers: http2.IncomingHttpHeaders;
+  /** Sends one message; false when the stream is gone. */
+  send(message: MessageInitShape<O>): boolean;
+  /** Ends the call with a status (OK by default); later calls are ignored. */
+  end(status?: GrpcStatus): void;
+  /** Whether the call has ended (either side). */
+  readonly closed: boolean;
+}
+
+/** Callbacks for one call. */
+export interface GrpcBidiHandlers<I extends DescMessage> {
+  onMessage(message: MessageShape<I>): void;
+  /** The peer half-closed, reset, or the connection died; `err` says why when it was not a clean end. */
+  onClose(err?: Error): void;
+}
+
+/** Percent-encodes a grpc-message as the gRPC spec asks: only '%' and bytes outside printable ASCII. */
+export function encodeGrpcMessage(message: string): string {
+  let out = "";
+  for (const byte of Buffer.from(message, "utf8")) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** Ends a call that was never accepted with a trailers-only response. */
+export function refuse(stream: http2.ServerHttp2Stream, status: GrpcStatus): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond(
+    {
+      ":status": 200,
+      "content-type": "application/grpc+proto",
+      "grpc-status": String(status.code),
+      "grpc-message": encodeGrpcMessage(status.message),
+    },
+    { endStream: true },
+  );
+}
+
+/** Checks the request is gRPC (not gRPC-Web or Connect) with no compression we do not speak. */
+export function checkGrpcRequest(headers: http2.IncomingHttpHeaders): GrpcStatus | undefined {
+  const ct = String(headers["content-type"] ?? "");
+  if (!/^application\/grpc(\+proto)?(;|$)/.test(ct)) {
+    return { code: Code.Unimplemented, message: `the edge tunnel speaks gRPC (application/grpc+proto), not ${ct || "no content-type"}` };
+  }
+  const enc = String(headers["grpc-encoding"] ?? "identity");
+  if (enc !== "identity") return { code: Code.Unimplemented, message: `grpc-encoding ${enc} is not supported; send uncompressed messages` };
+  return undefined;
+}
+
+/**
+ * Accepts a call: sends response headers, then decodes each incoming message with `input` and
+ * encodes outgoing ones with `output`. A frame that cannot be decoded or is larger than
+ * `maxMessageBytes` ends the call with INVALID_ARGUMENT / RESOURCE_EXHAUSTED.
+ */
+export function acceptBidi<I extends DescMessage, O extends DescMessage>(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  input: I,
+  output: O,
+  maxMessageBytes: number,
+  handlers: GrpcBidiHandlers<I>,
+): GrpcBidiCall<O> {
+  let closed = false;
+  let status: GrpcStatus = { code: 0 as Code, message: "" };
+  let pending: Buffer = Buffer.alloc(0);
+
+  stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
+  stream.on("wantTrailers", () => {
+    const trailers: Record<string, string> = { "grpc-status": String(status.code) };
+    if (status.message) trailers["grpc-message"] = encodeGrpcMessage(status.message);
+    stream.sendTrailers(trailers);
+  });
+
+  const finish = (err?: Error) => {
+    if (closed) return;
+    closed = true;
+    handlers.onClose(err);
+  };
+
+  const call: GrpcBidiCall<O> = {
+    headers,
+    get closed() {
+      return closed || stream.destroyed;
+    },
+    send(message) {
+      if (closed || stream.destroyed || stream.writableEnded) return false;
+      const body = toBinary(output, create(output, message));
+      const frame = Buffer.allocUnsafe(5 + body.length);
+      frame[0] = 0;
+      frame.writeUInt32BE(body.length, 1);
+      frame.set(body, 5);
+      stream.write(frame);
+      return true;
+    },
+    end(s) {
+      if (s) status = s;
+      if (!stream.destroyed && !stream.writableEnded) stream.end();
+      finish();
+    },
+  };
+
+  stream.on("data", (chunk: Buffer) => {
+    if (closed) return;
+    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+    while (pending.length >= 5) {
+      const flags = pending[0];
+      const len = pending.readUInt32BE(1);
+      if (len > maxMessageBytes) {
+        call.end({ code: Code.ResourceExhausted, message: `tunnel frame of ${len} bytes exceeds the ${maxMessageBytes}-byte limit` });
+        return;
+      }
+      if (flags & 1) {
+        call.end({ code: Code.Unimplemented, message: "compressed tunnel frames are not supported" });
+        return;
+      }
+      if (pending.length < 5 + len) break;
+      const body = pending.subarray(5, 5 + len);
+      pending = pending.subarray(5 + len);
+      let message: MessageShape<I>;
+      try {
+        message = fromBinary(input, body);
+      } catch (err) {
+        call.end({ code: Code.InvalidArgument, message: `malformed tunnel frame: ${(err as Error).message}` });
+        return;
+      }
+      handlers.onMessage(message);
+      if (closed) return;
+    }
+  });
+  stream.on("end", () => {
+    // The peer half-closed: answer with our trailers.
+    if (!closed) call.end();
+  });
+  stream.on("aborted", () => finish(new Error("the peer reset the stream")));
+  stream.on("error", (err) => finish(err));
+  stream.on("close", () => finish(stream.rstCode && stream.rstCode !== 0 ? new Error(`stream closed with code ${stream.rstCode}`) : undefined));
+  return call;
+}

@@ -1,0 +1,271 @@
+/**
+ * The manager's side of the edge tunnel (C1–C3): accepts EdgeTunnelService.Connect streams,
+ * keeps one session per edge, sends execute/cancel frames and matches results to callers.
+ */
+import { randomUUID } from "node:crypto";
+import type http2 from "node:http2";
+import type { Logger } from "pino";
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import { OngridError } from "../../skill/errors.ts";
+import { redact } from "../../skill/redact.ts";
+import { truncateOutput } from "../../skill/truncate.ts";
+import type { ResultEnvelope, Skill } from "../../skill/types.ts";
+import { ConnectRequestSchema, ConnectResponseSchema, type Hello } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
+import { MetadataSchema, type SkillResult } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import type { EdgeStore } from "../edges/store.ts";
+import { acceptBidi, checkGrpcRequest, refuse, type GrpcBidiCall } from "./grpc-stream.ts";
+import { skillFromMetadata } from "./remote-skill.ts";
+
+/** Path of the tunnel RPC. */
+export const TUNNEL_PATH = "/ongrid.v1.EdgeTunnelService/Connect";
+
+/** Settings of the hub. */
+export interface HubOptions {
+  store: EdgeStore;
+  log: Logger;
+  managerVersion: string;
+  /** How often each side sends a heartbeat; a peer silent for 3 intervals is dead. */
+  heartbeatMs: number;
+  /** Largest frame accepted from an edge. */
+  maxFrameBytes: number;
+  /** Output cap applied again to what edges return. */
+  outputCapBytes: number;
+  /** How long an edge has to send hello. */
+  helloTimeoutMs?: number;
+}
+
+interface Pending {
+  resolve(r: ResultEnvelope): void;
+  reject(e: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/** One connected edge. */
+export interface EdgeSession {
+  readonly edgeId: string;
+  readonly hello: Hello;
+  readonly skills: ReadonlyMap<string, Skill>;
+  readonly connectedAt: Date;
+  lastHeard: number;
+}
+
+interface LiveSession extends EdgeSession {
+  call: GrpcBidiCall<typeof ConnectResponseSchema>;
+  pending: Map<string, Pending>;
+  heartbeat: NodeJS.Timeout;
+  close(status: { code: Code; message: string }): void;
+}
+
+/** Converts an edge's result frame into an envelope, redacting and capping it again (edges are not trusted to). */
+function envelopeFrom(r: SkillResult | undefined, edgeId: string, capBytes: number): ResultEnvelope {
+  const output = r?.output ? toJson(ValueSchema, r.output) : null;
+  const capped = truncateOutput(redact(output), capBytes);
+  return {
+    success: Boolean(r?.success),
+    output: capped.output,
+    ...(r?.error ? { error: redact({ code: r.error.code, message: r.error.message, hint: r.error.hint }) } : {}),
+    duration_ms: r?.durationMs ?? 0,
+    truncated: Boolean(r?.truncated) || capped.truncated,
+    edge_id: edgeId,
+  };
+}
+
+/** Creates the hub. */
+export function createHub(opts: HubOptions) {
+  const { store, log } = opts;
+  const sessions = new Map<string, LiveSession>();
+  const helloTimeoutMs = opts.helloTimeoutMs ?? 10_000;
+
+  function bearer(headers: http2.IncomingHttpHeaders): string | undefined {
+    const h = String(headers.authorization ?? "");
+    const m = /^Bearer\s+(\S+)$/i.exec(h);
+    return m?.[1];
+  }
+
+  async function open(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): Promise<void> {
+    const bad = checkGrpcRequest(headers);
+    if (bad) return refuse(stream, bad);
+    const token = bearer(headers);
+    if (!token) return refuse(stream, { code: Code.Unauthenticated, message: "missing edge token: send `authorization: Bearer <token>`" });
+    let row;
+    try {
+      row = await store.authenticate(token);
+    } catch (err) {
+      const e = err as OngridError;
+      log.warn({ reason: e.message }, "edge refused: bad token");
+      return refuse(stream, { code: e.code === "unauthenticated" ? Code.Unauthenticated : Code.Unavailable, message: e.message });
+    }
+    if (stream.destroyed) return;
+    const enrolledId = row.id;
+    let session: LiveSession | undefined;
+    const helloTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no hello within ${helloTimeoutMs} ms` }), helloTimeoutMs);
+    const call = acceptBidi(stream, headers, ConnectRequestSchema, ConnectResponseSchema, opts.maxFrameBytes, {
+      onMessage(msg) {
+        const f = msg.frame;
+        if (!session) {
+          if (f.case !== "hello") {
+            call.end({ code: Code.InvalidArgument, message: `the first frame must be hello, got ${f.case ?? "an empty frame"}` });
+            return;
+          }
+          clearTimeout(helloTimer);
+          session = welcome(call, enrolledId, f.value);
+          return;
+        }
+        session.lastHeard = Date.now();
+        if (f.case === "result") {
+          const p = session.pending.get(f.value.callId);
+          if (!p) return; // late result of a cancelled or timed-out call
+          session.pending.delete(f.value.callId);
+          clearTimeout(p.timer);
+          p.resolve(envelopeFrom(f.value.result, session.edgeId, opts.outputCapBytes));
+        } else if (f.case === "hello") {
+          session.close({ code: Code.InvalidArgument, message: "hello may only be sent once" });
+        }
+      },
+      onClose(err) {
+        clearTimeout(helloTimer);
+        if (session) drop(session, err ? `tunnel lost: ${err.message}` : "edge closed the tunnel");
+      },
+    });
+  }
+
+  function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, hello: Hello): LiveSession | undefined {
+    if (hello.edgeId !== enrolledId) {
+      call.end({ code: Code.PermissionDenied, message: `this token is enrolled for edge "${enrolledId}", not "${hello.edgeId}"` });
+      return undefined;
+    }
+    const skills = new Map<string, Skill>();
+    try {
+      for (const m of hello.skills) {
+        if (skills.has(m.key)) throw new OngridError("invalid_argument", `skill "${m.key}" is offered twice`);
+        skills.set(m.key, skillFromMetadata(m));
+      }
+    } catch (err) {
+      call.end({ code: Code.InvalidArgument, message: `hello refused: ${(err as Error).message}` });
+      return undefined;
+    }
+    const previous = sessions.get(enrolledId);
+    if (previous) previous.close({ code: Code.Aborted, message: "superseded by a newer connection of the same edge" });
+    const session: LiveSession = {
+      edgeId: enrolledId,
+      hello,
+      skills,
+      connectedAt: new Date(),
+      lastHeard: Date.now(),
+      call,
+      pending: new Map(),
+      heartbeat: setInterval(() => {
+        if (Date.now() - session.lastHeard > 3 * opts.heartbeatMs) {
+          session.close({ code: Code.Unavailable, message: `no heartbeat from the edge for ${3 * opts.heartbeatMs} ms` });
+          return;
+        }
+        call.send({ frame: { case: "heartbeat", value: { sentAtUnixMs: BigInt(Date.now()) } } });
+      }, opts.heartbeatMs),
+      close(status) {
+        call.end(status);
+        drop(session, status.message);
+      },
+    };
+    session.heartbeat.unref();
+    sessions.set(enrolledId, session);
+    call.send({
+      frame: { case: "welcome", value: { edgeId: enrolledId, managerVersion: opts.managerVersion, heartbeatIntervalMs: opts.heartbeatMs } },
+    });
+    store
+      .markOnline(enrolledId, {
+        version: hello.version,
+        hostname: hello.hostname,
+        os: hello.os,
+        labels: { ...hello.labels },
+        skills: hello.skills.map((m) => toJson(MetadataSchema, m)),
+      })
+      .catch((err) => log.error({ err: String(err), edge: enrolledId }, "could not record edge presence"));
+    log.info({ edge: enrolledId, version: hello.version, skills: skills.size }, "edge connected");
+    return session;
+  }
+
+  function drop(session: LiveSession, reason: string): void {
+    clearInterval(session.heartbeat);
+    for (const [id, p] of session.pending) {
+      clearTimeout(p.timer);
+      p.reject(new OngridError("unavailable", `edge "${session.edgeId}" went away during the call: ${reason}`, "retry when the edge is back online"));
+      session.pending.delete(id);
+    }
+    if (sessions.get(session.edgeId) !== session) return;
+    sessions.delete(session.edgeId);
+    store.markOffline(session.edgeId, new Date(session.lastHeard)).catch((err) => log.error({ err: String(err) }, "could not record edge offline"));
+    log.info({ edge: session.edgeId, reason }, "edge disconnected");
+  }
+
+  /** Runs a host skill on a connected edge; rejects with unavailable / deadline_exceeded / cancelled. */
+  function call(edgeId: string, key: string, params: Record<string, unknown>, timeoutMs: number, signal?: AbortSignal): Promise<ResultEnvelope> {
+    const session = sessions.get(edgeId);
+    if (!session) return Promise.reject(new OngridError("unavailable", `edge "${edgeId}" is offline`, "retry when the edge is back online"));
+    const callId = randomUUID();
+    return new Promise<ResultEnvelope>((resolve, reject) => {
+      const cancel = (reason: string) =>
+        session.call.send({ frame: { case: "cancel", value: { callId, reason } } });
+      const settle = () => {
+        session.pending.delete(callId);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      const onAbort = () => {
+        const p = session.pending.get(callId);
+        if (!p) return;
+        clearTimeout(p.timer);
+        settle();
+        cancel("the caller cancelled");
+        reject(new OngridError("cancelled", `the call of "${key}" on edge "${edgeId}" was cancelled`));
+      };
+      // The edge enforces the deadline itself; this timer only catches an edge that stays silent.
+      const timer = setTimeout(() => {
+        settle();
+        cancel("deadline exceeded");
+        reject(new OngridError("deadline_exceeded", `edge "${edgeId}" did not answer "${key}" within ${timeoutMs} ms`, "raise timeout_ms or check the edge"));
+      }, timeoutMs + 1000);
+      session.pending.set(callId, {
+        resolve: (r) => {
+          settle();
+          resolve(r);
+        },
+        reject: (e) => {
+          settle();
+          reject(e);
+        },
+        timer,
+      });
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const sent = session.call.send({ frame: { case: "execute", value: { callId, key, params: params as never, timeoutMs } } });
+      if (!sent) session.pending.get(callId)?.reject(new OngridError("unavailable", `edge "${edgeId}" tunnel is closed`));
+    });
+  }
+
+  return {
+    /** The raw HTTP/2 stream handler for TUNNEL_PATH. */
+    handleStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+      open(stream, headers).catch((err) => {
+        log.error({ err: String(err) }, "tunnel open failed");
+        refuse(stream, { code: Code.Internal, message: "internal error; see the manager log" });
+      });
+    },
+    call,
+    session: (edgeId: string): EdgeSession | undefined => sessions.get(edgeId),
+    sessions: (): EdgeSession[] => [...sessions.values()],
+    /** Closes an edge's tunnel (revocation, rotation). */
+    disconnect(edgeId: string, message: string): boolean {
+      const s = sessions.get(edgeId);
+      s?.close({ code: Code.Unauthenticated, message });
+      return Boolean(s);
+    },
+    /** Closes every tunnel (manager shutdown). */
+    closeAll(): void {
+      for (const s of [...sessions.values()]) s.close({ code: Code.Unavailable, message: "manager shutting down" });
+    },
+  };
+}
+
+/** The hub's interface. */
+export type Hub = ReturnType<typeof createHub>;

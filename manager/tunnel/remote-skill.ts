@@ -1,0 +1,81 @@
+/** Turns the skill metadata an edge reported in its hello into a Skill the manager can list, validate and gate. */
+import { OngridError, SkillError } from "../../skill/errors.ts";
+import { buildSkill } from "../../skill/registry.ts";
+import { classifyCommand } from "../../skill/risk.ts";
+import type { ParamSchema, ParamSpec, Skill, SkillClass } from "../../skill/types.ts";
+import { ParamType, type Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { classFromProto } from "../../skill/proto.ts";
+
+/** Classifiers the manager knows by name: a dynamic-risk skill names one in its metadata. */
+const RISK_CLASSIFIERS: Record<string, (value: unknown) => SkillClass> = {
+  shell_command: (v) => (typeof v === "string" ? classifyCommand(v).class : "dangerous"),
+};
+
+const TYPES: Partial<Record<ParamType, ParamSpec["type"]>> = {
+  [ParamType.STRING]: "string",
+  [ParamType.INTEGER]: "integer",
+  [ParamType.NUMBER]: "number",
+  [ParamType.BOOLEAN]: "boolean",
+  [ParamType.ENUM]: "enum",
+  [ParamType.DURATION]: "duration",
+  [ParamType.STRING_LIST]: "string_list",
+};
+
+/** The risk function for a classifier reference; unknown references are refused at hello. */
+export function riskFromClassifier(ref: string, key: string): ((p: Record<string, unknown>) => SkillClass) | undefined {
+  if (!ref) return undefined;
+  const [name, param] = ref.split(":");
+  const classify = RISK_CLASSIFIERS[name];
+  if (!classify || !param) {
+    throw new OngridError(
+      "invalid_argument",
+      `skill "${key}": risk_classifier "${ref}" is not one of ${Object.keys(RISK_CLASSIFIERS).map((n) => `${n}:<param>`).join(", ")}`,
+    );
+  }
+  return (p) => classify(p[param]);
+}
+
+/** Builds the manager-side view of an edge's skill; throws OngridError naming the skill when the metadata is unusable. */
+export function skillFromMetadata(m: Metadata): Skill {
+  const params: Record<string, ParamSpec> = {};
+  for (const f of m.params?.fields ?? []) {
+    const type = TYPES[f.type];
+    if (!type) throw new OngridError("invalid_argument", `skill "${m.key}", param "${f.name}": unknown type ${f.type}`);
+    let def: unknown;
+    if (f.defaultJson !== undefined) {
+      try {
+        def = JSON.parse(f.defaultJson);
+      } catch {
+        throw new OngridError("invalid_argument", `skill "${m.key}", param "${f.name}": default_json is not JSON`);
+      }
+    }
+    params[f.name] = {
+      type,
+      description: f.description,
+      ...(f.required ? { required: true } : {}),
+      ...(def !== undefined ? { default: def } : {}),
+      ...(f.minimum !== undefined ? { min: f.minimum } : {}),
+      ...(f.maximum !== undefined ? { max: f.maximum } : {}),
+      ...(f.pattern ? { pattern: f.pattern } : {}),
+      ...(f.enumValues.length ? { values: [...f.enumValues] } : {}),
+    };
+  }
+  const cls = classFromProto(m.class);
+  const risk = riskFromClassifier(m.riskClassifier, m.key);
+  return buildSkill({
+    key: m.key,
+    name: m.name,
+    description: m.description,
+    class: cls ?? "dangerous",
+    scope: "host",
+    category: m.category,
+    ...(m.rawJsonSchema ? { rawSchema: m.rawJsonSchema } : { params: params as ParamSchema }),
+    resultPreview: m.resultPreview,
+    ...(m.riskClassifier ? { riskClassifier: m.riskClassifier } : {}),
+    // A dynamic-risk skill the manager cannot classify is gated as dangerous.
+    ...(risk ? { riskForArgs: risk } : m.dynamicRisk ? { riskForArgs: () => "dangerous" as const } : {}),
+    execute: async () => {
+      throw new SkillError("internal", `skill "${m.key}" runs on an edge; call it through the hub`);
+    },
+  });
+}

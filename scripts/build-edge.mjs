@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+// Builds the self-contained edge binary dist/ongrid-edge with `bun build --compile` (bun from npm).
+import { execFileSync } from "node:child_process";
+import { mkdirSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dirname, "..");
+const out = process.argv[2] ?? join(root, "dist", "ongrid-edge");
+mkdirSync(join(out, ".."), { recursive: true });
+const bun = join(root, "node_modules", ".bin", "bun");
+execFileSync(bun, ["build", "--compile", "--minify", "--sourcemap=none", join(root, "edge", "cli.ts"), "--outfile", out], { cwd: root, stdio: "inherit" });
+console.log(`built ${out} (${(statSync(out).size / 1048576).toFixed(1)} MiB)`);

@@ -1,0 +1,306 @@
+/** Real compiled edges ↔ a real manager: host skills, distinct errors, fan-out, liveness, cancellation. */
+import net from "node:net";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
+import { SkillScope } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { startEdge, stopChild, waitFor, type TestEdge } from "./support/edge.ts";
+
+const HEARTBEAT_MS = 400;
+let m: TestManager;
+let edges: TestEdge[] = [];
+let skills: ReturnType<typeof createClient<typeof SkillService>>;
+let root: string;
+
+beforeAll(async () => {
+  m = await bootManager({ "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms` });
+  skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+  root = mkdtempSync(join(tmpdir(), "ongrid-edge-root-"));
+});
+afterAll(async () => {
+  await Promise.all(edges.map((e) => e.stop()));
+  await m?.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+function output(res: { result?: { output?: unknown } }): any {
+  return res.result?.output ? toJson(ValueSchema, res.result.output as never) : null;
+}
+
+async function run(key: string, edgeId: string, params: Record<string, unknown>, timeoutMs = 0, signal?: AbortSignal) {
+  return skills.executeSkill({ key, edgeId, input: { case: "params", value: params as never }, timeoutMs }, { signal });
+}
+
+describe("host skills through the tunnel", () => {
+  beforeAll(async () => {
+    edges.push(await startEdge(m, "edge-a1", { labels: { team: "a", zone: "z1" }, roots: [root] }));
+  });
+
+  it("lists the edge's skills with scope host and its id, and the edge as online", async () => {
+    const list = await skills.listSkills({});
+    const tcp = list.skills.find((s) => s.key === "probe_tcp");
+    expect(tcp?.scope).toBe(SkillScope.HOST);
+    expect(tcp?.edgeIds).toEqual(["edge-a1"]);
+    const byEdge = await skills.listSkills({ edgeId: "edge-a1" });
+    expect(byEdge.skills.every((s) => s.edgeIds.includes("edge-a1"))).toBe(true);
+    expect(byEdge.skills.map((s) => s.key)).not.toContain("web_search");
+    const edgeClient = createClient(EdgeService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const e = (await edgeClient.getEdge({ id: "edge-a1" })).edge!;
+    expect(e).toMatchObject({ id: "edge-a1", online: true, labels: { team: "a", zone: "z1" } });
+    expect(e.skills.map((s) => s.key)).toContain("probe_tcp");
+  });
+
+  it("runs probe_tcp against a loopback listener and audits it with the edge as device", async () => {
+    const server = net.createServer((s) => s.end("SSH-2.0-ongrid-test\r\n"));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const port = (server.address() as net.AddressInfo).port;
+      const res = await run("probe_tcp", "edge-a1", { host: "127.0.0.1", port });
+      expect(res.result?.success).toBe(true);
+      expect(res.result?.edgeId).toBe("edge-a1");
+      expect(output(res)).toMatchObject({ host: "127.0.0.1", port, connected: true });
+      expect(output(res).banner).toContain("SSH-2.0-ongrid-test");
+      await m.audit.flush();
+      const [row] = await m.audit.list({ afterSeq: Number(res.auditSeq) - 1, limit: 1 });
+      expect(row).toMatchObject({ toolName: "probe_tcp", deviceId: "edge-a1", decision: "allow", error: "" });
+    } finally {
+      server.close();
+    }
+  });
+
+  it("answers each dispatch failure with its own code, and audits each with the targeted edge", async () => {
+    await m.edges.enroll("edge-offline");
+    const cases: Array<[string, string, Record<string, unknown>, Code, RegExp]> = [
+      ["probe_tcp", "edge-nope", { host: "127.0.0.1", port: 1 }, Code.NotFound, /unknown edge "edge-nope"/],
+      ["probe_tcp", "edge-offline", { host: "127.0.0.1", port: 1 }, Code.Unavailable, /edge "edge-offline" is offline \(never connected\)/],
+      ["web_search_nope", "edge-a1", {}, Code.NotFound, /unknown skill "web_search_nope"/],
+      ["probe_tcp", "", { host: "127.0.0.1", port: 1 }, Code.InvalidArgument, /edge_id: is required for the host skill "probe_tcp"/],
+      ["probe_tcp", "edge-a1", { host: "127.0.0.1", port: 99999 }, Code.InvalidArgument, /param "port": must be <= 65535 \(rule: maximum\)/],
+    ];
+    for (const [key, edgeId, params, code, message] of cases) {
+      const err = (await run(key, edgeId, params).catch((e) => e)) as ConnectError;
+      expect(err, `${key}@${edgeId}`).toBeInstanceOf(ConnectError);
+      expect(err.code, `${key}@${edgeId}: ${err.rawMessage}`).toBe(code);
+      expect(err.rawMessage).toMatch(message);
+      await m.audit.flush();
+      const rows = await m.audit.list({ limit: 1000 });
+      const row = rows.at(-1)!;
+      expect(row.toolName).toBe(key);
+      expect(row.deviceId).toBe(edgeId);
+      expect(row.error).toMatch(message);
+    }
+  });
+});
+
+describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
+  it("says hello, is welcomed, serves a call, and is refused a skill it does not offer", async () => {
+    const { connectGrpcEdge } = await import("./support/grpc-edge.ts");
+    const { token } = await m.edges.enroll("grpcjs-edge");
+    const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, e) => {
+      if (f.frame.case === "execute") {
+        const x = f.frame.value;
+        e.send({
+          frame: {
+            case: "result",
+            value: { callId: x.callId, result: { success: true, output: { kind: { case: "stringValue", value: `echo:${String(x.params?.text)}` } }, durationMs: 1 } },
+          },
+        });
+      }
+    });
+    try {
+      edge.send({
+        frame: {
+          case: "hello",
+          value: {
+            edgeId: "grpcjs-edge",
+            version: "grpcjs-test",
+            hostname: "fake",
+            os: "linux/x64",
+            labels: { impl: "grpc-js" },
+            skills: [
+              {
+                key: "echo_text",
+                name: "Echo",
+                description: "Use when testing the tunnel: returns the text it is given.",
+                class: 1,
+                scope: 1,
+                params: { fields: [{ name: "text", type: 1, description: "what to echo", required: true }] },
+              },
+            ],
+          },
+        },
+      });
+      expect(await waitFor(() => Boolean(m.hub.session("grpcjs-edge")), 10_000)).toBe(true);
+      expect(await waitFor(() => edge.received.length > 0, 5000)).toBe(true);
+      expect(edge.received[0]?.frame.case).toBe("welcome");
+      const res = await run("echo_text", "grpcjs-edge", { text: "hi" });
+      expect(res.result?.success).toBe(true);
+      expect(output(res)).toBe("echo:hi");
+      const bad = (await run("echo_text", "grpcjs-edge", {}).catch((e) => e)) as ConnectError;
+      expect(bad.code).toBe(Code.InvalidArgument);
+      const notOffered = (await run("probe_tcp", "grpcjs-edge", { host: "127.0.0.1", port: 1 }).catch((e) => e)) as ConnectError;
+      expect(notOffered.code).toBe(Code.FailedPrecondition);
+      expect(notOffered.rawMessage).toMatch(/edge "grpcjs-edge" does not offer skill "probe_tcp"/);
+    } finally {
+      edge.close();
+    }
+  });
+
+  it("refuses a wrong token, a revoked token, and a token used for another edge's id", async () => {
+    const { connectGrpcEdge } = await import("./support/grpc-edge.ts");
+    const hello = (id: string) => ({ frame: { case: "hello" as const, value: { edgeId: id, version: "t", skills: [] } } });
+
+    const wrong = connectGrpcEdge(`127.0.0.1:${m.port}`, "ogt_not-a-real-token");
+    wrong.send(hello("edge-x"));
+    expect((await wrong.ended).code).toBe(16); // UNAUTHENTICATED
+    wrong.close();
+
+    const { token: tokB } = await m.edges.enroll("edge-b-owner");
+    const takeover = connectGrpcEdge(`127.0.0.1:${m.port}`, tokB);
+    takeover.send(hello("edge-a1"));
+    const st = await takeover.ended;
+    expect(st.code).toBe(7); // PERMISSION_DENIED
+    expect(st.details).toMatch(/enrolled for edge "edge-b-owner", not "edge-a1"/);
+    takeover.close();
+    expect(m.hub.session("edge-a1")?.hello.version).not.toBe("t");
+
+    const { token: tokR } = await m.edges.enroll("edge-revoked");
+    await m.edges.revoke("edge-revoked");
+    const revoked = connectGrpcEdge(`127.0.0.1:${m.port}`, tokR);
+    revoked.send(hello("edge-revoked"));
+    expect((await revoked.ended).code).toBe(16);
+    revoked.close();
+
+    const noHello = connectGrpcEdge(`127.0.0.1:${m.port}`, (await m.edges.enroll("edge-rude")).token);
+    noHello.send({ frame: { case: "heartbeat", value: { sentAtUnixMs: 1n } } });
+    const st2 = await noHello.ended;
+    expect(st2.code).toBe(3); // INVALID_ARGUMENT
+    expect(st2.details).toMatch(/first frame must be hello/);
+    noHello.close();
+  });
+});
+
+describe("fan-out", () => {
+  beforeAll(async () => {
+    edges.push(...(await Promise.all([
+      startEdge(m, "edge-a2", { labels: { team: "a", zone: "z2" } }),
+      startEdge(m, "edge-a3", { labels: { team: "a", zone: "z2" } }),
+      startEdge(m, "edge-b1", { labels: { team: "b" } }),
+    ])));
+  });
+
+  it("targets three edges by label, streams each result, then a summary; each call is audited", async () => {
+    const server = net.createServer((s) => s.end("hello\n"));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const events = [];
+      for await (const ev of skills.fanOutSkill({ key: "probe_tcp", selector: "team=a", input: { case: "params", value: { host: "127.0.0.1", port } }, sessionId: "fan-1" })) {
+        events.push(ev);
+      }
+      const results = events.filter((e) => e.event.case === "edgeResult").map((e) => e.event.value as { edgeId: string; result?: { success: boolean }; auditSeq: bigint });
+      expect(results.map((r) => r.edgeId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
+      expect(results.every((r) => r.result?.success)).toBe(true);
+      expect(events.at(-1)?.event.case).toBe("summary");
+      expect(events.at(-1)?.event.value).toMatchObject({ targeted: 3, succeeded: 3, failed: 0, timedOut: 0 });
+      await m.audit.flush();
+      const rows = await m.audit.list({ sessionId: "fan-1", limit: 10 });
+      expect(rows.map((r) => r.deviceId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
+      expect(new Set(results.map((r) => Number(r.auditSeq)))).toEqual(new Set(rows.map((r) => r.seq)));
+    } finally {
+      server.close();
+    }
+  });
+
+  it("reports an unknown edge id among the targets as an error event, and refuses a bad selector", async () => {
+    const events = [];
+    for await (const ev of skills.fanOutSkill({ key: "probe_tcp", edgeIds: ["edge-b1", "edge-ghost"], input: { case: "params", value: { host: "127.0.0.1", port: 1, read_banner: false } } })) {
+      events.push(ev);
+    }
+    const ghost = events.find((e) => e.event.case === "edgeResult" && e.event.value.edgeId === "edge-ghost")!.event.value as { error?: { code: string } };
+    expect(ghost.error?.code).toBe("not_found");
+    expect(events.at(-1)?.event.value).toMatchObject({ targeted: 2, succeeded: 0, failed: 2 });
+    const err = await (async () => {
+      for await (const _ of skills.fanOutSkill({ key: "probe_tcp", selector: "team=a,=b", input: { case: "params", value: {} } })) void _;
+    })().catch((e) => e);
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage).toMatch(/selector: clause "=b" is not key=value/);
+  });
+});
+
+describe("liveness", () => {
+  it("reconnects after a manager restart within the backoff bound", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ongrid-restart-"));
+    const MAX_BACKOFF_MS = 1000;
+    let m1: TestManager | undefined = await bootManager({ "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms` }, {}, dir);
+    const port = m1.port;
+    const edge = await startEdge(m1, "edge-restart", { args: ["--max-backoff", `${MAX_BACKOFF_MS}ms`] });
+    let m2: TestManager | undefined;
+    try {
+      await m1.stop();
+      m1 = undefined;
+      m2 = await bootManager({ "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms`, "server.port": port }, {}, dir);
+      // Bound: the edge notices the loss (stream reset, or at worst 3 silent heartbeats) and waits at most one backoff.
+      const bound = 3 * HEARTBEAT_MS + MAX_BACKOFF_MS + 5000;
+      expect(await waitFor(() => Boolean(m2!.hub.session("edge-restart")), bound), edge.output()).toBe(true);
+      expect(edge.output()).toMatch(/tunnel lost; redialling/);
+    } finally {
+      await edge.stop();
+      await m1?.stop();
+      await m2?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("marks an edge offline when its tunnel closes, and a revoked edge is disconnected", async () => {
+    const e = await startEdge(m, "edge-revoke-me");
+    const edgeClient = createClient(EdgeService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const res = await edgeClient.revokeEdge({ id: "edge-revoke-me" });
+    expect(res.disconnected).toBe(true);
+    expect(m.hub.session("edge-revoke-me")).toBeUndefined();
+    // it keeps trying with its revoked token and is refused every time
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(m.hub.session("edge-revoke-me")).toBeUndefined();
+    expect(e.output()).toMatch(/unknown or revoked/);
+    await e.stop();
+    const err = (await run("probe_tcp", "edge-revoke-me", { host: "127.0.0.1", port: 1 }).catch((x) => x)) as ConnectError;
+    expect(err.code).toBe(Code.NotFound);
+  });
+});
+
+describe("TLS between edge and manager", () => {
+  it("connects when the edge trusts the manager's CA, and refuses to when it does not", async () => {
+    const { makeTestPki } = await import("./support/tls.ts");
+    const { spawnEdge } = await import("./support/edge.ts");
+    const pki = makeTestPki();
+    const tm = await bootManager({ "server.tls_cert": pki.serverCert, "server.tls_key": pki.serverKey, "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms` });
+    try {
+      expect(tm.url).toMatch(/^https:/);
+      const good = await startEdge(tm, "edge-tls", { args: ["--ca", pki.caCert] });
+      const res = await createClient(SkillService, createConnectTransport({ baseUrl: tm.url, httpVersion: "2", nodeOptions: { ca: pki.caPem } })).listSkills({ edgeId: "edge-tls" });
+      expect(res.skills.length).toBeGreaterThan(0);
+      await good.stop();
+
+      const { token } = await tm.edges.enroll("edge-untrusting");
+      const bad = spawnEdge(["--manager", tm.url, "--token", token, "--id", "edge-untrusting", "--max-backoff", "500ms"]);
+      try {
+        expect(await waitFor(() => /certificate|self[- ]signed|unable to verify/i.test(bad.output()), 15_000), bad.output()).toBe(true);
+        expect(tm.hub.session("edge-untrusting")).toBeUndefined();
+      } finally {
+        await stopChild(bad.child);
+      }
+    } finally {
+      await tm.stop();
+      rmSync(pki.dir, { recursive: true, force: true });
+    }
+  });
+});

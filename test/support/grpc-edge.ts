@@ -1,0 +1,47 @@
+/** An edge written against plain @grpc/grpc-js (no ongrid code): proof the tunnel is ordinary gRPC. */
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  ConnectRequestSchema,
+  ConnectResponseSchema,
+  type ConnectResponse,
+} from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
+
+/** A connected fake edge: the frames it received, a way to send, and its end status. */
+export interface GrpcEdge {
+  received: ConnectResponse[];
+  send(frame: MessageInitShape<typeof ConnectRequestSchema>): void;
+  /** Resolves with the final gRPC status when the stream ends. */
+  ended: Promise<grpc.StatusObject>;
+  close(): void;
+}
+
+/** Opens EdgeTunnelService.Connect with grpc-js; `onFrame` may answer frames. */
+export function connectGrpcEdge(address: string, token: string, onFrame?: (f: ConnectResponse, edge: GrpcEdge) => void): GrpcEdge {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  md.set("authorization", `Bearer ${token}`);
+  const call = client.makeBidiStreamRequest(
+    "/ongrid.v1.EdgeTunnelService/Connect",
+    (m: MessageInitShape<typeof ConnectRequestSchema>) => Buffer.from(toBinary(ConnectRequestSchema, create(ConnectRequestSchema, m))),
+    (b: Buffer) => fromBinary(ConnectResponseSchema, b),
+    md,
+  );
+  let resolveEnded!: (s: grpc.StatusObject) => void;
+  const edge: GrpcEdge = {
+    received: [],
+    send: (f) => call.write(f),
+    ended: new Promise((r) => (resolveEnded = r)),
+    close: () => {
+      call.end();
+      client.close();
+    },
+  };
+  call.on("data", (f: ConnectResponse) => {
+    edge.received.push(f);
+    onFrame?.(f, edge);
+  });
+  call.on("status", (s) => resolveEnded(s));
+  call.on("error", () => {});
+  return edge;
+}
