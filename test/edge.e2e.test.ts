@@ -25,6 +25,8 @@ beforeAll(async () => {
   m = await bootManager({ "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms` });
   skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
   root = mkdtempSync(join(tmpdir(), "ongrid-edge-root-"));
+  // edge-a1 serves most tests in this file; others start their own edges
+  edges.push(await startEdge(m, "edge-a1", { labels: { team: "a", zone: "z1" }, roots: [root] }));
 });
 afterAll(async () => {
   await Promise.all(edges.map((e) => e.stop()));
@@ -41,9 +43,6 @@ async function run(key: string, edgeId: string, params: Record<string, unknown>,
 }
 
 describe("host skills through the tunnel", () => {
-  beforeAll(async () => {
-    edges.push(await startEdge(m, "edge-a1", { labels: { team: "a", zone: "z1" }, roots: [root] }));
-  });
 
   it("lists the edge's skills with scope host and its id, and the edge as online", async () => {
     const list = await skills.listSkills({});
@@ -301,6 +300,147 @@ describe("TLS between edge and manager", () => {
     } finally {
       await tm.stop();
       rmSync(pki.dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the compiled binary", () => {
+  it("runs where no node (or bun) can be executed, and is enrolled with the CLI's token", async () => {
+    const { runOngrid } = await import("./support/cli.ts");
+    const { EDGE_BIN } = await import("./global-setup.ts");
+    const { spawn } = await import("node:child_process");
+    // The CLI enrolls through the running manager and prints the token on its last line.
+    const enroll = await runOngrid(["edge", "enroll", "edge-nonode", "--manager", m.url]);
+    expect(enroll.code, enroll.stderr).toBe(0);
+    const token = enroll.stdout.trim().split("\n").at(-1)!;
+    expect(token).toMatch(/^ogt_[A-Za-z0-9_-]{40,}$/);
+    // A private mount namespace where /usr/bin/node is an empty, unexecutable file; bun is not on PATH at all.
+    const script = `mount --bind /dev/null /usr/bin/node || exit 90; if node -e 0 2>/dev/null; then exit 91; fi; if command -v bun >/dev/null; then exit 92; fi; exec "$0" "$@"`;
+    const child = spawn("unshare", ["--mount", "sh", "-c", script, EDGE_BIN, "--manager", m.url, "--token", token, "--id", "edge-nonode"], {
+      env: { PATH: "/usr/bin:/bin" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    try {
+      expect(await waitFor(() => Boolean(m.hub.session("edge-nonode")) || child.exitCode !== null, 20_000), out).toBe(true);
+      expect(child.exitCode, out).toBeNull();
+      const res = await run("host_load", "edge-nonode", {}).catch(() => run("probe_tcp", "edge-nonode", { host: "127.0.0.1", port: m.port, read_banner: false }));
+      expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+    } finally {
+      await stopChild(child);
+    }
+    const list = await runOngrid(["edge", "list", "--json", "--manager", m.url]);
+    const rows = JSON.parse(list.stdout) as Array<{ id: string; online: boolean }>;
+    expect(rows.find((r) => r.id === "edge-nonode")).toMatchObject({ id: "edge-nonode" });
+  });
+});
+
+describe("exec: dynamic risk, deadlines, cancellation, a dying edge", () => {
+  let ex: TestEdge;
+  beforeAll(async () => {
+    ex = await startEdge(m, "edge-exec");
+    edges.push(ex);
+  });
+
+  function pgrep(pattern: string): number[] {
+    try {
+      return execFileSync("pgrep", ["-f", pattern], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  }
+
+  it("runs a safe command, and refuses mutating and dangerous ones with approval required (audited as deny)", async () => {
+    const ok = await run("exec", "edge-exec", { command: "df -h /" });
+    expect(ok.result?.success, JSON.stringify(ok.result?.error)).toBe(true);
+    expect(output(ok).stdout).toMatch(/Filesystem/);
+    for (const [command, cls] of [["systemctl restart nginx", "mutating"], ["mkfs.ext4 /dev/sdz", "dangerous"]]) {
+      const err = (await run("exec", "edge-exec", { command }).catch((e) => e)) as ConnectError;
+      expect(err.code).toBe(Code.PermissionDenied);
+      expect(err.rawMessage).toMatch(new RegExp(`approval required: "exec" is ${cls}`));
+      await m.audit.flush();
+      const row = (await m.audit.list({ limit: 1000 })).at(-1)!;
+      expect(row).toMatchObject({ toolName: "exec", deviceId: "edge-exec", decision: "deny" });
+      expect(row.decisionReason).toBe(`approval_required: effective class ${cls}`);
+    }
+  });
+
+  it("ends a call past its deadline with deadline_exceeded and leaves no process behind", async () => {
+    const marker = `sleep 41.${Date.now() % 100000}`;
+    const res = await run("exec", "edge-exec", { command: marker }, 800);
+    expect(res.result?.success).toBe(false);
+    expect(res.result?.error?.code).toBe("deadline_exceeded");
+    expect(await waitFor(() => pgrep(marker).length === 0, 5000)).toBe(true);
+  });
+
+  it("a cancelled `exec sleep 60` leaves no process behind", async () => {
+    const marker = `sleep 60.${Date.now() % 100000}`;
+    const ctl = new AbortController();
+    const pending = run("exec", "edge-exec", { command: marker }, 0, ctl.signal).catch((e) => e);
+    expect(await waitFor(() => pgrep(marker).length > 0, 10_000)).toBe(true);
+    const pids = pgrep(marker);
+    ctl.abort();
+    await pending;
+    const gone = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    // gone entirely: killed and reaped by the edge (no zombie left either)
+    expect(await waitFor(() => pids.every(gone), 5000), `still present: ${pids.filter((p) => !gone(p))}`).toBe(true);
+    await m.audit.flush();
+    const row = (await m.audit.list({ toolName: "exec", limit: 1000 })).at(-1)!;
+    expect(row.error).toMatch(/^cancelled/);
+  });
+
+  it("kill -9 of an edge mid-call ends the call with UNAVAILABLE within the heartbeat bound, audited", async () => {
+    const victim = await startEdge(m, "edge-victim");
+    const marker = `sleep 30.${Date.now() % 100000}`;
+    const pending = run("exec", "edge-victim", { command: marker }).catch((e) => e);
+    expect(await waitFor(() => pgrep(marker).length > 0, 10_000)).toBe(true);
+    const killedAt = Date.now();
+    victim.child.kill("SIGKILL");
+    const err = (await pending) as ConnectError;
+    const took = Date.now() - killedAt;
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(err.code).toBe(Code.Unavailable);
+    expect(err.rawMessage).toMatch(/edge "edge-victim" went away during the call/);
+    // The bound: three missed heartbeats (plus slack for a loaded machine); a closed socket is noticed sooner.
+    expect(took).toBeLessThan(3 * HEARTBEAT_MS + 5000);
+    await m.audit.flush();
+    const row = (await m.audit.list({ edgeId: "edge-victim", limit: 10 })).at(-1)!;
+    expect(row.error).toMatch(/^unavailable: edge "edge-victim" went away/);
+    expect(m.hub.session("edge-victim")).toBeUndefined();
+    // the orphaned sleep belonged to the killed edge's group: clean it up for the machine's sake
+    for (const pid of pgrep(marker)) process.kill(pid, "SIGKILL");
+  });
+});
+
+describe("tail_file through the tunnel stays inside the allowed roots", () => {
+  it("reads a file inside the edge's root and refuses a path or symlink outside it", async () => {
+    const logs = join(root, "logs");
+    mkdirSync(logs, { recursive: true });
+    writeFileSync(join(logs, "app.log"), Array.from({ length: 50 }, (_, i) => `line ${i + 1}`).join("\n") + "\n");
+    const outside = mkdtempSync(join(tmpdir(), "ongrid-outside-"));
+    writeFileSync(join(outside, "secret.txt"), "top secret\n");
+    symlinkSync(join(outside, "secret.txt"), join(logs, "escape.log"));
+    try {
+      const ok = await run("tail_file", "edge-a1", { path: join(logs, "app.log"), lines: 3 });
+      expect(ok.result?.success, JSON.stringify(ok.result?.error)).toBe(true);
+      expect(output(ok).lines).toEqual(["line 48", "line 49", "line 50"]);
+      for (const path of [join(outside, "secret.txt"), join(logs, "..", "..", "..", outside, "secret.txt"), join(logs, "escape.log")]) {
+        const res = await run("tail_file", "edge-a1", { path });
+        expect(res.result?.success, path).toBe(false);
+        expect(res.result?.error?.code, path).toBe("path_not_allowed");
+        expect(JSON.stringify(output(res))).not.toContain("top secret");
+      }
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
     }
   });
 });

@@ -1,6 +1,12 @@
 /** The edge agent's builtin host skills: one file each, listed here once. */
 import type { SkillDefinition } from "../../skill/types.ts";
+import exec from "./exec.ts";
+import probeDns from "./probe-dns.ts";
+import probeHttp from "./probe-http.ts";
 import probeTcp from "./probe-tcp.ts";
+import readJournal from "./read-journal.ts";
+import restartService from "./restart-service.ts";
+import tailFile from "./tail-file.ts";
 
 /** Every edge builtin, registered when the agent starts. */
-export const EDGE_BUILTINS: SkillDefinition<any>[] = [probeTcp];
+export const EDGE_BUILTINS: SkillDefinition<any>[] = [probeHttp, probeDns, probeTcp, tailFile, readJournal, restartService, exec];

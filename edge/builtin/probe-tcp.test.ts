@@ -112,18 +112,19 @@ describe("probe_tcp", () => {
   });
 
   it("fails with timeout when the connection is never accepted", async () => {
-    // A listener whose process blocks right after listen() with a backlog of 1: once a few
-    // connections fill its accept queue, the kernel drops further SYNs and connect() hangs.
+    // A listener whose process blocks its event loop right after listen() (backlog 1), so it never
+    // accepts: once two connections fill its accept queue, the kernel drops further SYNs and
+    // connect() hangs. (console.log to a pipe is synchronous on Linux, so the port is out first.)
     const child: ChildProcess = spawn(process.execPath, [
       "-e",
-      "const s=require('net').createServer().listen({port:0,host:'127.0.0.1',backlog:1},()=>{console.log(s.address().port);setTimeout(()=>Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0,60000),20)})",
+      "const s=require('net').createServer().listen({port:0,host:'127.0.0.1',backlog:1},()=>{console.log(s.address().port);Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0,60000)})",
     ]);
     const fillers: net.Socket[] = [];
     try {
       const port = Number(await new Promise<string>((r) => child.stdout!.once("data", (d: Buffer) => r(d.toString()))));
-      await new Promise((r) => setTimeout(r, 100));
-      for (let i = 0; i < 6; i++) fillers.push(net.connect(port, "127.0.0.1").on("error", () => {}));
-      await new Promise((r) => setTimeout(r, 100));
+      let connected = 0;
+      for (let i = 0; i < 2; i++) fillers.push(net.connect(port, "127.0.0.1", () => connected++).on("error", () => {}));
+      await expect.poll(() => connected).toBe(2);
       const r = await run({ host: "127.0.0.1", port, timeout: "300ms" });
       expect(r.error).toMatchObject({ code: "timeout", message: `connecting to 127.0.0.1:${port} did not complete within 300ms` });
       expect(r.error!.hint).toMatch(/firewall/);

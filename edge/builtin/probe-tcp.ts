@@ -99,7 +99,7 @@ export async function connectTcp(host: string, port: number, deadline: ProbeDead
       );
     }
   }
-  const dns_ms = elapsedMs(dnsStart);
+  const dns_ms = family === net.isIP(bare) ? 0 : elapsedMs(dnsStart); // an IP address needs no lookup
   const connectStart = performance.now();
   const socket = net.connect({ host: address, port, family });
   try {

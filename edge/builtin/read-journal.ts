@@ -148,9 +148,10 @@ export function parseJournalJson(text: string): { entries: JournalEntry[]; skipp
       skipped++;
       continue;
     }
-    const usec = Number(fieldText(o.__REALTIME_TIMESTAMP));
-    const prio = Number(fieldText(o.PRIORITY));
-    const pid = Number(fieldText(o._PID) ?? fieldText(o.SYSLOG_PID));
+    const num = (v: string | null) => (v === null || v.trim() === "" ? NaN : Number(v));
+    const usec = num(fieldText(o.__REALTIME_TIMESTAMP));
+    const prio = num(fieldText(o.PRIORITY));
+    const pid = num(fieldText(o._PID) ?? fieldText(o.SYSLOG_PID));
     const message = fieldText(o.MESSAGE) ?? (o.MESSAGE === null ? "[message too large for journalctl to print]" : "");
     entries.push({
       time: Number.isFinite(usec) && usec > 0 ? new Date(Math.floor(usec / 1000)).toISOString() : null,
