@@ -217,6 +217,15 @@ const TABLE: [string, SkillClass, string?][] = [
   ["xargs -a list.txt rm -rf", D],
   ["watch -n 5 'systemctl reboot'", D],
   ["echo reboot | at now + 1 minute", D],
+  ["cp -r backup/* /", D],
+  ["install -m 755 tool /usr/local/bin/tool", M],
+  ["cp evil /usr/bin/", D],
+  ["echo 127.0.0.1 x | sudo tee /etc/hosts", D],
+  ["echo 127.0.0.1 x | sudo tee -a /etc/hosts", M],
+  ["journalctl --vacuum-time=2d", M],
+  ["cat /proc/1/environ", M, "credentials"],
+  ["sudo -i", M],
+  ["mv /etc/passwd /tmp/", D],
 ];
 
 describe("classifyCommand", () => {

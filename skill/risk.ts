@@ -468,7 +468,8 @@ function group(tokens: Token[], problems: string[]): Simple[] {
 // ---------------------------------------------------------------------------------------------
 // Analysis
 
-const FORK_BOMB = /([^\s(){};|&]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*\1\s*&/;
+/** A function that pipes into itself in the background; quantifiers are bounded so long input stays linear. */
+const FORK_BOMB = /([^\s(){};|&]{1,64})\s{0,8}\(\s{0,8}\)\s{0,8}\{[^}]{0,256}?\1\s{0,8}\|\s{0,8}\1\s{0,8}&/;
 
 function analyseLine(src: string, depth: number, out: Finding[]): void {
   if (depth > MAX_DEPTH) {
@@ -1088,7 +1089,7 @@ rule("awk gawk mawk nawk busybox-awk", (x) => {
   if (!src) return safe(x);
   if (src.dynamic) return mut(x, `${x.name} program is only known at run time`);
   const prog = src.text.replace(/\|\|/g, " ");
-  if (/\bsystem\s*\(|\|\s*&?\s*getline|\|&|\|\s*"|\bprintf?\b[^;{}\n]*>/.test(prog) || /"[^"]*"\s*\|/.test(prog)) {
+  if (/\bsystem\s*\(|\|\s*&?\s*getline|\|&|\|\s*"|\bprintf?\b[^;{}\n>]{0,200}>/.test(prog) || /"[^"]*"\s*\|/.test(prog)) {
     return mut(x, `${x.name} program runs commands or writes files`);
   }
   const files = (vals(o, "source")[0] ? o.pos : o.pos.slice(1)).find((w) => !w.dynamic && SECRET_PATH.test(w.text));
@@ -1158,6 +1159,7 @@ rule("cp install ln", (x) => {
   const p = dest ? normalisePath(dest.text) : "";
   if (dest && BLOCK_DEVICE.test(p)) danger(x, `${x.name} writes straight to the device ${p}`);
   else if (dest && CRITICAL_FILE.test(p)) danger(x, `${x.name} replaces the system file ${p}`);
+  else if (dest && /^\/(?:(?:usr\/)?(?:s?bin|lib(?:32|64|x32)?)|boot)?$/.test(p)) danger(x, `${x.name} writes into the system directory ${p}`);
   else mut(x, `${x.name} creates or replaces files`);
 });
 rule("truncate fallocate", (x) => {

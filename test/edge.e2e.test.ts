@@ -326,8 +326,9 @@ describe("the compiled binary", () => {
     try {
       expect(await waitFor(() => Boolean(m.hub.session("edge-nonode")) || child.exitCode !== null, 20_000), out).toBe(true);
       expect(child.exitCode, out).toBeNull();
-      const res = await run("host_load", "edge-nonode", {}).catch(() => run("probe_tcp", "edge-nonode", { host: "127.0.0.1", port: m.port, read_banner: false }));
+      const res = await run("host_load", "edge-nonode", {});
       expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+      expect(output(res).cpus).toBeGreaterThan(0);
     } finally {
       await stopChild(child);
     }
@@ -441,6 +442,27 @@ describe("tail_file through the tunnel stays inside the allowed roots", () => {
       }
     } finally {
       rmSync(outside, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("host_netns_inspect through the tunnel", () => {
+  it("reports a namespace created with ip netns add, with its interface and address", async () => {
+    const ns = `ongrid-e2e-${process.pid}`;
+    const ip = (...a: string[]) => execFileSync("ip", a, { stdio: "pipe" });
+    ip("netns", "add", ns);
+    try {
+      ip("-n", ns, "link", "add", "og0", "type", "veth", "peer", "name", "og1");
+      ip("-n", ns, "addr", "add", "10.231.7.1/24", "dev", "og0");
+      ip("-n", ns, "link", "set", "og0", "up");
+      const res = await run("host_netns_inspect", "edge-a1", { namespace: ns });
+      expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+      const found = output(res).namespaces.find((n: { name: string }) => n.name === ns);
+      const og0 = found.interfaces.find((i: { name: string }) => i.name === "og0");
+      expect(og0.addresses).toContain("10.231.7.1/24");
+      expect(found.routes.some((r: { dst: string; dev: string }) => r.dst === "10.231.7.0/24" && r.dev === "og0")).toBe(true);
+    } finally {
+      ip("netns", "del", ns);
     }
   });
 });

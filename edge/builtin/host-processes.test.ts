@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import path from "node:path";
 import pino from "pino";
@@ -31,7 +31,7 @@ let oddName: ChildProcess;
 const HOG_BYTES = 400 * 1024 * 1024;
 
 beforeAll(async () => {
-  busy = await start(process.execPath, ["-e", "console.log('ready'); for (;;) {}", "ongrid-busy-marker"]);
+  busy = await start(process.execPath, ["-e", "console.log('ready'); for (;;) {}", "ongrid-busy-marker", "x".repeat(2000)]);
   hog = await start(process.execPath, ["-e", `const b = Buffer.alloc(${HOG_BYTES}, 1); console.log('ready'); setInterval(() => b[0]++, 1000)`, "ongrid-hog-marker"]);
   const odd = path.join(dir, "odd) (name");
   copyFileSync("/bin/sleep", odd);
@@ -66,6 +66,8 @@ describe("host_processes", () => {
     expect(me!.cpu_pct).toBeGreaterThan(0);
     expect(me!).toMatchObject({ ppid: process.pid, user: userInfo().username, uid: userInfo().uid });
     expect(me!.command).toContain("ongrid-busy-marker");
+    expect(me!.command).toHaveLength(512);
+    expect(me!.command.endsWith("x…")).toBe(true);
     expect(out.total_processes).toBeGreaterThan(3);
   });
 
@@ -79,13 +81,14 @@ describe("host_processes", () => {
     expect(me!.rss_bytes).toBeGreaterThanOrEqual(HOG_BYTES);
   });
 
-  it("reads names with spaces and parentheses, and truncates long command lines", async () => {
+  it("reads names with spaces and parentheses; no command line exceeds 512 characters", async () => {
     const r = await run({ sort_by: "mem", limit: 100 });
     const all = (r.output as { processes: Proc[] }).processes;
     expect(all.length).toBeGreaterThan(5);
     expect(all.every((p) => p.command.length <= 512)).toBe(true);
-    const stat = parseStat(`${oddName.pid} (odd) (name) S 1 2 3 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 12345 1000 250 18446744073709551615`);
-    expect(stat).toMatchObject({ pid: oddName.pid, name: "odd) (name", state: "S", ppid: 1, ticks: 12, threads: 1, start: "12345", rssPages: 250 });
+    expect(parseStat(readFileSync(`/proc/${oddName.pid}/stat`, "utf8"))).toMatchObject({ pid: oddName.pid, name: "odd) (name", ppid: process.pid, threads: 1 });
+    const stat = parseStat("77 (a) b) S 1 2 3 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 12345 1000 250 18446744073709551615");
+    expect(stat).toMatchObject({ pid: 77, name: "a) b", state: "S", ppid: 1, ticks: 12, threads: 1, start: "12345", rssPages: 250 });
     const long = parseStat("1 (x) R 0 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 3 0 9 0 0");
     expect(long).toMatchObject({ threads: 3, rssPages: 0 });
   });
