@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,8 +7,11 @@ import { afterEach, describe, expect, test } from "vitest";
 import { sql } from "drizzle-orm";
 import { describeBothBackends, realPostgresUrl } from "../../test/support/pg.ts";
 import { OngridError } from "../../skill/errors.ts";
-import { describeUrl, openDatabase } from "./client.ts";
+import { MIGRATIONS_FOLDER, describeUrl, openDatabase } from "./client.ts";
 import { toolCalls } from "./schema/index.ts";
+
+/** How many migrations drizzle-kit generated (manager/db/migrations/meta/_journal.json). */
+const MIGRATION_COUNT = (JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
 
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -37,7 +40,7 @@ describeBothBackends("openDatabase", (backend) => {
     await first.close(); // twice is harmless
     const second = await store.open();
     const applied = await store.query<{ n: number | string }>("select count(*)::int as n from drizzle.__drizzle_migrations");
-    expect(Number(applied[0]!.n)).toBe(1);
+    expect(Number(applied[0]!.n)).toBe(MIGRATION_COUNT);
     const cols = await store.query<{ column_name: string }>("select column_name from information_schema.columns where table_name = 'tool_calls'");
     expect(cols.map((c) => c.column_name)).toEqual(expect.arrayContaining(["seq", "args_json", "prev_hash", "row_hash", "decision", "sop_hash"]));
   });
@@ -57,7 +60,7 @@ describeBothBackends("openDatabase", (backend) => {
       const opened = await Promise.all([store.open(), store.open(), store.open()]);
       expect(opened.map((d) => d.kind)).toEqual(["postgres", "postgres", "postgres"]);
       const applied = await store.query<{ n: number }>("select count(*)::int as n from drizzle.__drizzle_migrations");
-      expect(Number(applied[0]!.n)).toBe(1);
+      expect(Number(applied[0]!.n)).toBe(MIGRATION_COUNT);
     });
   }
 
