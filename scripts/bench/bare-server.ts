@@ -1,0 +1,89 @@
+/**
+ * Benchmark worker: the bare node:http2 baseline server. POST /echo answers a unary request
+ * with the same bytes; POST /hold keeps a stream open; POST /broadcast writes one small
+ * message to every held stream and answers once every client has replied on its stream.
+ */
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { BARE_MESSAGE_BYTES } from "./lib/constants.ts";
+import { serveWorker, type WorkerMessage } from "./lib/worker.ts";
+
+interface Held {
+  stream: http2.ServerHttp2Stream;
+  /** Reply bytes received so far. */
+  received: number;
+  /** The broadcast round when the stream arrived (it owes replies only for later rounds). */
+  base: number;
+}
+
+const held = new Set<Held>();
+const message = Buffer.alloc(BARE_MESSAGE_BYTES, 0x6d);
+let round = 0;
+let replied = 0;
+let targets = 0;
+let onAllReplied: (() => void) | undefined;
+
+function broadcast(stream: http2.ServerHttp2Stream): void {
+  round++;
+  replied = 0;
+  targets = held.size;
+  const timer = setTimeout(() => finish(504), 120_000);
+  const finish = (status: number) => {
+    clearTimeout(timer);
+    onAllReplied = undefined;
+    if (stream.destroyed) return;
+    stream.respond({ ":status": status, "content-type": "application/json" });
+    stream.end(JSON.stringify({ targets, replied, round }));
+  };
+  onAllReplied = () => finish(200);
+  for (const h of held) h.stream.write(message);
+  if (targets === 0) finish(200);
+}
+
+const server = http2.createServer();
+server.on("stream", (stream, headers) => {
+  stream.on("error", () => {});
+  switch (headers[":path"]) {
+    case "/echo": {
+      const chunks: Buffer[] = [];
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      stream.on("end", () => {
+        if (stream.destroyed) return;
+        stream.respond({ ":status": 200, "content-type": "application/octet-stream" });
+        stream.end(Buffer.concat(chunks));
+      });
+      return;
+    }
+    case "/hold": {
+      const h: Held = { stream, received: 0, base: round };
+      held.add(h);
+      stream.respond({ ":status": 200, "content-type": "application/octet-stream" });
+      stream.on("data", (c: Buffer) => {
+        const owed = round - h.base;
+        const before = Math.floor(h.received / BARE_MESSAGE_BYTES);
+        h.received += c.length;
+        if (before < owed && Math.floor(h.received / BARE_MESSAGE_BYTES) >= owed) {
+          replied++;
+          if (replied >= targets) onAllReplied?.();
+        }
+      });
+      stream.on("close", () => held.delete(h));
+      return;
+    }
+    case "/broadcast":
+      stream.resume();
+      broadcast(stream);
+      return;
+    default:
+      stream.respond({ ":status": 404 }, { endStream: true });
+  }
+});
+
+serveWorker(async (msg: WorkerMessage) => {
+  if (msg.cmd === "listen") {
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return { port: (server.address() as AddressInfo).port };
+  }
+  if (msg.cmd === "stats") return { held: held.size };
+  throw new Error(`unknown command ${msg.cmd}`);
+});

@@ -1,0 +1,276 @@
+/**
+ * The tunnel benchmark: Execute round trip, fan-out to N simulated edges, manager RSS per idle
+ * edge, and the compiled edge binary (size, start to connected, idle RSS) — each next to a bare
+ * node:http2 baseline. Prints a table and writes JSON (scripts/bench/results/tunnel.json).
+ *
+ *   npm run bench:tunnel -- [--edges 2000] [--rt-iterations 2000] [--out FILE]
+ */
+import http2 from "node:http2";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { EdgeService } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
+import { ExecuteSkillRequestSchema, SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { BENCH_SKILL } from "./lib/constants.ts";
+import { buildEdge, nodeStartMs, startEdgeOnce } from "./lib/edge-binary.ts";
+import { attachGc, type GcReading } from "./lib/gc-rss.ts";
+import { fdLimit, settledRss, start, stop, stopAll, waitForLine } from "./lib/proc.ts";
+import { boundRow, infoRow, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
+import { timeSequential, unary } from "./lib/round-trip.ts";
+import { median, quantile } from "./lib/stats.ts";
+import { pool, startWorker } from "./lib/worker.ts";
+
+const ROOT = resolve(import.meta.dirname, "..", "..");
+const HERE = import.meta.dirname;
+const FAN_OUT_RUNS = 5;
+const EDGE_STARTS = 5;
+/** /proc reports KiB; the targets are read as decimal KB and MB (the stricter reading). */
+const KIB_TO_KB = 1.024;
+const KIB_TO_MB = 1024 / 1e6;
+
+function flags() {
+  const { values } = parseArgs({
+    options: { edges: { type: "string", default: "2000" }, "rt-iterations": { type: "string", default: "2000" }, out: { type: "string" } },
+  });
+  const int = (name: string, v: string, min: number) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name}: must be an integer >= ${min}, got "${v}"`);
+    return n;
+  };
+  return {
+    edges: int("edges", values.edges!, 1),
+    rtIterations: int("rt-iterations", values["rt-iterations"]!, 10),
+    out: resolve(values.out ?? join(HERE, "results", "tunnel.json")),
+  };
+}
+
+const tmpDirs: string[] = [];
+const sessions: http2.ClientHttp2Session[] = [];
+let cleaning: Promise<void> | undefined;
+/** Stops every process this run started and removes its temp dirs; safe to call twice. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const s of sessions) s.destroy();
+    await stopAll();
+    for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+
+const began = performance.now();
+const mib = (r?: { medianKb: number }) => (r ? (r.medianKb / 1024).toFixed(1) : "-");
+const log = (msg: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s] ${msg}`);
+
+async function main(): Promise<number> {
+  const opt = flags();
+  const N = opt.edges;
+  const needFds = N + 512;
+  const lim = fdLimit();
+  const loadBefore = loadavg();
+  log(`load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} on ${cpus().length} CPUs`);
+  if (loadBefore[0] > 0.5) log("warning: the machine is busy; other processes will skew these numbers");
+  log(`open files: soft ${lim.soft}, hard ${lim.hard}; the manager, the edge simulator and the bare server/clients each need ~${needFds}`);
+  if (lim.soft < needFds) log(`soft limit too low: those processes run under sh -c "ulimit -n ${Math.min(65536, lim.hard)}; exec …"`);
+  const work = mkdtempSync(join(tmpdir(), "ongrid-bench-"));
+  tmpDirs.push(work);
+
+  log("building the edge binary");
+  const bin = join(work, "ongrid-edge");
+  const binMiB = buildEdge(ROOT, bin);
+
+  log("starting the manager (separate process, PGlite in a temp dir) and the bare http2 server");
+  const manager = start("manager", process.execPath, [join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", "0", "--data", join(work, "data")], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: "", ONGRID_LOG_LEVEL: "warn" },
+    needFds,
+  });
+  const url = (await waitForLine(manager, /listening on (https?:\/\/\S+)/, 60_000))[1];
+  if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):/.test(url)) throw new Error(`the manager is not on loopback: ${url}`);
+  const bare = startWorker("bare-server", join(HERE, "bare-server.ts"), needFds);
+  const bareUrl = `http://127.0.0.1:${(await bare.request<{ port: number }>({ cmd: "listen" }, 30_000)).port}`;
+  const bareSession = http2.connect(bareUrl);
+  sessions.push(bareSession);
+  const transport = createGrpcTransport({ baseUrl: url });
+  const skills = createClient(SkillService, transport);
+  const edgeSvc = createClient(EdgeService, transport);
+
+  const rtId = "bench-rt";
+  const binIds = Array.from({ length: EDGE_STARTS }, (_, i) => `bench-bin-${i}`);
+  const simIds = Array.from({ length: N }, (_, i) => `bench-sim-${String(i).padStart(5, "0")}`);
+  log(`enrolling ${N + 1 + EDGE_STARTS} edges via EnrollEdge (8 in parallel)`);
+  const tokens = new Map<string, string>();
+  const enrolStart = performance.now();
+  await pool([rtId, ...binIds, ...simIds], 8, async (id) => tokens.set(id, (await edgeSvc.enrollEdge({ id })).token));
+  const enrolMs = performance.now() - enrolStart;
+
+  // 1. Execute round trip: client → manager → one simulated edge → back, sequential, one HTTP/2 connection.
+  const warmup = Math.min(500, Math.max(100, Math.floor(opt.rtIterations / 4)));
+  log(`round trip: ${warmup} warm-up + ${opt.rtIterations} sequential ExecuteSkill calls through one simulated edge`);
+  const rtEdge = startWorker("rt-edge", join(HERE, "sim-edges.ts"));
+  const rtConn = await rtEdge.request<{ connected: number; errors: string[] }>({ cmd: "connect", url, edges: [{ id: rtId, token: tokens.get(rtId) }], labels: { bench_rt: "1" }, parallel: 1 }, 60_000);
+  if (rtConn.connected !== 1) throw new Error(`the round-trip edge did not connect: ${rtConn.errors.join("; ")}`);
+  const text = "x".repeat(64);
+  const rtRequest = create(ExecuteSkillRequestSchema, { key: BENCH_SKILL, edgeId: rtId, input: { case: "params", value: { text } } });
+  const payloadBytes = toBinary(ExecuteSkillRequestSchema, rtRequest).length + 5;
+  const rt = await timeSequential(opt.rtIterations, warmup, async () => {
+    const res = await skills.executeSkill(rtRequest);
+    const out = res.result?.output?.kind;
+    if (!res.result?.success || out?.case !== "stringValue" || out.value !== text) throw new Error(`unexpected ExecuteSkill result: ${JSON.stringify(res.result?.error)}`);
+  });
+  await rtEdge.request({ cmd: "close" }, 10_000);
+  await stop(rtEdge);
+
+  log(`round-trip baseline: the same count of ${payloadBytes}-byte unary echoes over one bare node:http2 session`);
+  const payload = Buffer.alloc(payloadBytes, 0x78);
+  const bareRt = await timeSequential(opt.rtIterations, warmup, async () => {
+    const res = await unary(bareSession, "/echo", payload);
+    if (res.status !== 200 || res.body.length !== payloadBytes) throw new Error(`bare echo answered ${res.status} with ${res.body.length} bytes`);
+  });
+
+  // 4. The edge binary (before the N edges connect, so the manager is quiet).
+  log(`edge binary: ${EDGE_STARTS} starts to "online" (GetEdge every 10 ms), idle RSS 3 s after each`);
+  const nodeMs: number[] = [];
+  for (let i = 0; i < EDGE_STARTS; i++) nodeMs.push(await nodeStartMs());
+  const edgeStarts: Array<{ startMs: number; idleRssKb: number }> = [];
+  for (const id of binIds) edgeStarts.push(await startEdgeOnce(bin, url, id, tokens.get(id)!, edgeSvc));
+
+  // 3. Manager RSS per idle edge, then 2. fan-out, with N simulated edges in their own process.
+  const mgrGc = await attachGc(manager, log);
+  log("manager RSS before the simulated edges (3 s, then until 5 samples agree within 1 %), then again after a forced full GC");
+  const mgrBefore = await settledRss(manager.pid);
+  const mgrBeforeGc = await mgrGc?.read();
+  log(`connecting ${N} simulated edges (one HTTP/2 connection each, 64 dialling at a time)`);
+  const sim = startWorker("sim-edges", join(HERE, "sim-edges.ts"), needFds);
+  const simConn = await sim.request<{ connected: number; failed: number; errors: string[]; ms: number }>(
+    { cmd: "connect", url, edges: simIds.map((id) => ({ id, token: tokens.get(id) })), labels: { bench: "1" }, parallel: 64 },
+    300_000,
+  );
+  if (simConn.connected !== N) throw new Error(`${simConn.failed} of ${N} simulated edges did not connect: ${simConn.errors.join("; ")}`);
+  log(`all ${N} connected in ${(simConn.ms / 1000).toFixed(1)} s; manager RSS once idle (same settling)`);
+  const mgrAfter = await settledRss(manager.pid);
+  const mgrAfterGc = await mgrGc?.read();
+  await mgrGc?.close();
+  log(`manager VmRSS ${mib(mgrBefore)} → ${mib(mgrAfter)} MiB; after forced GC ${mib(mgrBeforeGc)} → ${mib(mgrAfterGc)} MiB`);
+
+  log(`fan-out: FanOutSkill selector "bench=1", 1 warm-up + ${FAN_OUT_RUNS} runs`);
+  const fanRuns: Array<{ ms: number; managerMs: number; results: number; succeeded: number; failed: number; timedOut: number }> = [];
+  for (let i = 0; i <= FAN_OUT_RUNS; i++) {
+    const t0 = performance.now();
+    let results = 0;
+    let summary: { durationMs: number; succeeded: number; failed: number; timedOut: number; targeted: number } | undefined;
+    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "bench=1", input: { case: "params", value: { text: "x" } } }, { timeoutMs: 300_000 })) {
+      if (ev.event.case === "edgeResult") results++;
+      else if (ev.event.case === "summary") summary = ev.event.value;
+    }
+    const ms = performance.now() - t0;
+    if (!summary) throw new Error("FanOutSkill ended without a summary");
+    if (summary.targeted !== N || summary.succeeded !== N) log(`warning: fan-out run ${i} targeted ${summary.targeted}, succeeded ${summary.succeeded}, failed ${summary.failed}`);
+    if (i > 0) fanRuns.push({ ms, managerMs: summary.durationMs, results, succeeded: summary.succeeded, failed: summary.failed, timedOut: summary.timedOut });
+  }
+  const simStats = await sim.request<{ connected: number; lost: number; lostReasons: string[]; answered: number }>({ cmd: "stats" }, 10_000);
+  await sim.request({ cmd: "close" }, 30_000);
+  await stop(sim);
+  await stop(manager, 10_000);
+
+  const bareGc = await attachGc(bare, log);
+  log("bare server RSS before its clients (same settling), then again after a forced full GC");
+  const bareBefore = await settledRss(bare.pid);
+  const bareBeforeGc = await bareGc?.read();
+  log(`connecting ${N} bare http2 clients, one held stream each`);
+  const clients = startWorker("bare-clients", join(HERE, "bare-clients.ts"), needFds);
+  const bareConn = await clients.request<{ connected: number; failed: number; errors: string[]; ms: number }>({ cmd: "connect", url: bareUrl, n: N, parallel: 64 }, 300_000);
+  if (bareConn.connected !== N) throw new Error(`${bareConn.failed} of ${N} bare clients did not connect: ${bareConn.errors.join("; ")}`);
+  const bareAfter = await settledRss(bare.pid);
+  const bareAfterGc = await bareGc?.read();
+  await bareGc?.close();
+  log(`bare server VmRSS ${mib(bareBefore)} → ${mib(bareAfter)} MiB; after forced GC ${mib(bareBeforeGc)} → ${mib(bareAfterGc)} MiB`);
+  log(`fan-out baseline: broadcast to ${N} held streams, 1 warm-up + ${FAN_OUT_RUNS} runs`);
+  const bareFan: number[] = [];
+  for (let i = 0; i <= FAN_OUT_RUNS; i++) {
+    const t0 = performance.now();
+    const res = await unary(bareSession, "/broadcast", Buffer.alloc(0));
+    const ms = performance.now() - t0;
+    const body = JSON.parse(res.body.toString()) as { targets: number; replied: number };
+    if (res.status !== 200 || body.targets !== N || body.replied !== N) throw new Error(`bare broadcast answered ${res.status}: ${res.body}`);
+    if (i > 0) bareFan.push(ms);
+  }
+  await clients.request({ cmd: "close" }, 30_000);
+
+  const mgrPerEdgeKb = ((mgrAfter.medianKb - mgrBefore.medianKb) / N) * KIB_TO_KB;
+  const barePerStreamKb = ((bareAfter.medianKb - bareBefore.medianKb) / N) * KIB_TO_KB;
+  const perEdge = (a?: GcReading, b?: GcReading) => (a && b ? ((b.medianKb - a.medianKb) / N) * KIB_TO_KB : Number.NaN);
+  const heapPerEdge = (a?: GcReading, b?: GcReading) => (a && b ? (b.memory.heapUsed - a.memory.heapUsed) / N / 1000 : Number.NaN);
+  const rows: Row[] = [
+    ratioRow("execute round trip p50", "ms", quantile(rt, 0.5), quantile(bareRt, 0.5), 2),
+    infoRow("execute round trip p99", "ms", quantile(rt, 0.99), quantile(bareRt, 0.99)),
+    ratioRow(`fan-out to ${N} edges, median of ${FAN_OUT_RUNS}`, "ms", median(fanRuns.map((r) => r.ms)), median(bareFan), 2),
+    boundRow("manager RSS per idle edge, 3 s settle", "KB", mgrPerEdgeKb, barePerStreamKb, 45),
+    boundRow("manager RSS per idle edge, forced full GC", "KB", perEdge(mgrBeforeGc, mgrAfterGc), perEdge(bareBeforeGc, bareAfterGc), 45),
+    infoRow("edge binary size", "MiB", binMiB),
+    infoRow(`edge start to connected, median of ${EDGE_STARTS}`, "ms", median(edgeStarts.map((s) => s.startMs)), median(nodeMs)),
+    boundRow("edge idle RSS 3 s after connecting", "MB", median(edgeStarts.map((s) => s.idleRssKb)) * KIB_TO_MB, Number.NaN, 45),
+  ];
+  const totalS = (performance.now() - began) / 1000;
+  const loadAfter = loadavg();
+  console.log(`\nongrid tunnel benchmark — ${N} edges, ${opt.rtIterations} round trips, ${cpus().length} CPUs, node ${process.version}\n`);
+  console.log(table(rows));
+  writeJson(opt.out, {
+    benchmark: "tunnel",
+    date: new Date().toISOString(),
+    duration_s: totalS,
+    machine: {
+      cpus: cpus().length,
+      cpu_model: cpus()[0]?.model,
+      mem_gib: totalmem() / 2 ** 30,
+      node: process.version,
+      platform: `${process.platform}/${process.arch}`,
+      open_files: lim,
+      load_average: { before: loadBefore, after: loadAfter },
+    },
+    params: { edges: N, rt_iterations: opt.rtIterations, rt_warmup: warmup, rt_payload_bytes: payloadBytes, fan_out_runs: FAN_OUT_RUNS, edge_starts: EDGE_STARTS },
+    units: { KB: "1000 bytes (VmRSS KiB × 1.024)", MB: "10^6 bytes", MiB: "2^20 bytes" },
+    metrics: rows,
+    details: {
+      enrol_ms: enrolMs,
+      round_trip_ms: { ongrid: { p50: quantile(rt, 0.5), p90: quantile(rt, 0.9), p99: quantile(rt, 0.99), max: Math.max(...rt) }, baseline: { p50: quantile(bareRt, 0.5), p90: quantile(bareRt, 0.9), p99: quantile(bareRt, 0.99), max: Math.max(...bareRt) } },
+      fan_out: { ongrid_runs: fanRuns, baseline_runs_ms: bareFan, sim_edges: { connect_ms: simConn.ms, ...simStats } },
+      rss_kib: {
+        settle_only: { manager_before: mgrBefore, manager_after: mgrAfter, bare_before: bareBefore, bare_after: bareAfter },
+        forced_gc: { manager_before: mgrBeforeGc, manager_after: mgrAfterGc, bare_before: bareBeforeGc, bare_after: bareAfterGc },
+        v8_heap_used_per_edge_kb: { manager: heapPerEdge(mgrBeforeGc, mgrAfterGc), bare: heapPerEdge(bareBeforeGc, bareAfterGc) },
+        bare_connect_ms: bareConn.ms,
+      },
+      edge_binary: { size_mib: binMiB, starts: edgeStarts, node_e0_ms: nodeMs },
+    },
+  });
+  console.log(`\nJSON: ${opt.out}\ntotal time: ${totalS.toFixed(1)} s`);
+  return 0;
+}
+
+let interrupted = false;
+for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  process.on(sig, () => {
+    interrupted = true;
+    console.error(`bench: ${sig}, stopping every process it started`);
+    void cleanup().finally(() => process.exit(code));
+  });
+}
+const watchdog = setTimeout(() => {
+  console.error("bench: still running after 15 minutes; stopping everything");
+  void cleanup().finally(() => process.exit(1));
+}, 15 * 60_000);
+watchdog.unref();
+
+main()
+  .catch((err: Error) => {
+    if (!interrupted) console.error(`bench failed: ${err.stack ?? err}`);
+    return 1;
+  })
+  .then(async (code) => {
+    await cleanup();
+    process.exit(code);
+  });
