@@ -8,12 +8,14 @@ import { createRegistry } from "../skill/registry.ts";
 import { parseDuration } from "../skill/duration.ts";
 import { OngridError } from "../skill/errors.ts";
 import { EDGE_BUILTINS } from "./builtin/index.ts";
+import { EDGE_ID_PATTERN, edgeIdFromHostname, labelProblem } from "../skill/identity.ts";
+
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 import { dialForever } from "./tunnel/dialer.ts";
 
 /** The edge agent's version, sent in hello. */
 export const EDGE_VERSION = "0.1.0";
 
-const ID_PATTERN = /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/;
 
 function bad(flag: string, message: string): never {
   throw new OngridError("invalid_argument", `${flag}: ${message}`);
@@ -22,10 +24,12 @@ function bad(flag: string, message: string): never {
 function parseLabels(values: string[]): Record<string, string> {
   const labels: Record<string, string> = {};
   for (const v of values) {
-    const m = /^([A-Za-z0-9][A-Za-z0-9._/-]{0,62})=([A-Za-z0-9._-]{0,63})$/.exec(v.trim());
-    if (!m) bad("--label", `"${v}" must be key=value (letters, digits, . _ - /)`);
-    labels[m[1]] = m[2];
+    const eq = v.indexOf("=");
+    if (eq <= 0) bad("--label", `"${v}" must be key=value`);
+    labels[v.slice(0, eq).trim()] = v.slice(eq + 1).trim();
   }
+  const problem = labelProblem(labels);
+  if (problem) bad("--label", problem);
   return labels;
 }
 
@@ -66,8 +70,9 @@ export function buildEdgeProgram(): Command {
         }
       }
       if (!token) bad("--token", "is required (or --token-file, ONGRID_EDGE_TOKEN)");
-      const id = String(o.id ?? hostname()).toLowerCase();
-      if (!ID_PATTERN.test(id)) bad("--id", `"${id}" is not a valid edge id (lower-case letters, digits, dots, dashes; 1-63)`);
+      const id = o.id ? String(o.id) : edgeIdFromHostname(hostname());
+      if (!EDGE_ID_PATTERN.test(id)) bad("--id", `"${id}" is not a valid edge id (lower-case letters, digits, dots, dashes; 1-63)`);
+      if (!LOG_LEVELS.includes(o.logLevel)) bad("--log-level", `must be one of ${LOG_LEVELS.join(", ")}`);
       const concurrency = Number(o.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) bad("--concurrency", "must be an integer from 1 to 1024");
       const outputCap = Number(o.outputCap);

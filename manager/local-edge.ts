@@ -8,6 +8,8 @@ import { EDGE_BUILTINS } from "../edge/builtin/index.ts";
 import { dialForever } from "../edge/tunnel/dialer.ts";
 import { EDGE_VERSION } from "../edge/main.ts";
 import type { EdgeStore } from "./edges/store.ts";
+import { edgeIdFromHostname } from "../skill/identity.ts";
+import { OngridError } from "../skill/errors.ts";
 
 /** What the local edge needs from the running manager. */
 export interface LocalEdgeOptions {
@@ -21,15 +23,15 @@ export interface LocalEdgeOptions {
   tlsCert?: string;
 }
 
-/** A lower-case edge id from this host's name. */
-export function localEdgeId(): string {
-  const id = hostname().toLowerCase().replace(/[^a-z0-9.-]/g, "-").replace(/^[-.]+|[-.]+$/g, "").slice(0, 63);
-  return id || "local";
-}
-
-/** Enrolls (or re-enrolls) the local edge and starts dialing; resolves with its id and a stop function. */
+/**
+ * Enrolls the local edge (a fresh token each start) and starts dialing. An edge id revoked by an
+ * operator stays revoked: the local edge is then not started.
+ */
 export async function startLocalEdge(o: LocalEdgeOptions): Promise<{ id: string; stop(): void }> {
-  const id = localEdgeId();
+  const id = edgeIdFromHostname(hostname());
+  if ((await o.edges.get(id))?.revokedAt) {
+    throw new OngridError("failed_precondition", `the local edge "${id}" is revoked`, `enroll it again with \`ongrid edge enroll ${id}\`, or start without --local-edge`);
+  }
   const { token } = await o.edges.enroll(id);
   const log = o.log.child({ local_edge: id });
   const registry = createRegistry({ log });

@@ -25,15 +25,21 @@ export async function dialForever(
   while (!signal.aborted) {
     const end = await runSession(transport, token, rt, signal);
     if (signal.aborted) return;
-    if (end.welcomed) attempt = 0;
+    // A session that was welcomed resets the backoff, unless the manager replaced it with a newer
+    // connection of the same edge (two agents sharing one token would otherwise flap forever).
+    if (end.welcomed && !end.superseded) attempt = 0;
     const delay = backoffDelay(attempt++, backoff);
     rt.log.warn({ reason: end.reason, retry_in_ms: delay, attempt }, end.welcomed ? "tunnel lost; redialling" : "could not connect to the manager; retrying");
     await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, delay);
-      signal.addEventListener("abort", () => {
+      const onAbort = () => {
         clearTimeout(t);
         resolve();
-      }, { once: true });
+      };
+      const t = setTimeout(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      }, delay);
+      signal.addEventListener("abort", onAbort, { once: true });
     });
   }
 }

@@ -3,7 +3,7 @@
  * manager run here concurrently up to a limit, each under its deadline; heartbeats both ways.
  */
 import type { Logger } from "pino";
-import { createClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { EdgeTunnelService, type ConnectRequest, type Execute } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
@@ -36,8 +36,13 @@ export interface EdgeRuntime {
 export interface SessionEnd {
   /** Whether the manager welcomed us (the dialer resets its backoff then). */
   welcomed: boolean;
+  /** Whether the manager closed it because another connection with our id replaced it. */
+  superseded: boolean;
   reason: string;
 }
+
+/** How long the manager has to answer hello with welcome. */
+const WELCOME_TIMEOUT_MS = 15_000;
 
 type Frame = MessageInitShape<typeof ConnectRequestSchema>;
 
@@ -90,6 +95,11 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
   let lastHeard = Date.now();
   let heartbeat: NodeJS.Timeout | undefined;
   let reason = "stream ended";
+  let superseded = false;
+  const welcomeTimer = setTimeout(() => {
+    reason = `no welcome from the manager within ${WELCOME_TIMEOUT_MS} ms`;
+    stop.abort(new Error(reason));
+  }, WELCOME_TIMEOUT_MS);
 
   out.push({
     frame: {
@@ -180,6 +190,7 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
       switch (f.case) {
         case "welcome": {
           welcomed = true;
+          clearTimeout(welcomeTimer);
           const every = Math.max(100, f.value.heartbeatIntervalMs || 5000);
           heartbeat = setInterval(() => onHeartbeatTimer(every), every);
           rt.log.info({ manager_version: f.value.managerVersion, heartbeat_ms: every }, "connected to the manager");
@@ -196,15 +207,18 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
       }
     }
   } catch (err) {
-    reason = stop.signal.aborted ? reason === "stream ended" ? String((stop.signal.reason as Error)?.message ?? "stopped") : reason : (err as Error).message;
+    if (!stop.signal.aborted) reason = (err as Error).message;
+    else if (reason === "stream ended") reason = String((stop.signal.reason as Error)?.message ?? "stopped");
+    superseded = err instanceof ConnectError && err.code === Code.Aborted;
   } finally {
+    clearTimeout(welcomeTimer);
     clearInterval(heartbeat);
     signal.removeEventListener("abort", onOuterAbort);
     out.close();
     for (const ctl of running.values()) ctl.abort(new Error("tunnel closed"));
     stop.abort();
   }
-  return { welcomed, reason };
+  return { welcomed, superseded, reason };
 }
 
 /** The frame type, for tests that speak the tunnel by hand. */

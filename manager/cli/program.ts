@@ -39,8 +39,11 @@ function managerCommand(): Command {
           allowedRoots: opts.localEdgeRoot.length ? opts.localEdgeRoot : ["/var/log"],
           outputCapBytes: config.skills.output_cap_bytes,
           tlsCert: config.server.tls_cert || undefined,
+        }).catch((err) => {
+          console.error(`ongrid: local edge not started: ${(err as Error).message}${(err as OngridError).hint ? `\nhint: ${(err as OngridError).hint}` : ""}`);
+          return undefined;
         });
-        console.log(`local edge "${localEdge.id}" started; try: npx ongrid skills run host_load --edge ${localEdge.id} --manager ${manager.url}`);
+        if (localEdge) console.log(`local edge "${localEdge.id}" started; try: npx ongrid skills run host_load --edge ${localEdge.id} --manager ${manager.url}`);
       }
       console.log(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`);
       let stopping = false;

@@ -1,9 +1,13 @@
 /** Fleet fan-out (B4): one host skill on many edges, results streamed as they arrive, a summary at the end. */
+import { setMaxListeners } from "node:events";
 import { OngridError } from "../../skill/errors.ts";
 import type { EnvelopeError, ResultEnvelope } from "../../skill/types.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { parseSelector } from "../edges/selector.ts";
 import { AuditedError, type Caller, type Dispatcher } from "./dispatch.ts";
+
+/** Explicit edge ids one fan-out may name (a selector has no limit). */
+const MAX_EDGE_IDS = 10_000;
 
 /** A fan-out request. */
 export interface FanOutInput {
@@ -38,9 +42,16 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
   } catch (err) {
     await deps.dispatcher.refuse({ ...input, edgeId: "" }, err as OngridError);
   }
+  if (input.edgeIds.length > MAX_EDGE_IDS) {
+    await deps.dispatcher.refuse({ ...input, edgeId: "" }, new OngridError("invalid_argument", `edge_ids: at most ${MAX_EDGE_IDS} ids (rule: maxItems)`, "use a label selector"));
+  }
   const targets = new Set(input.edgeIds);
   if (input.selector.trim()) for (const s of deps.hub.sessions()) if (selector!.matches(s.hello.labels)) targets.add(s.edgeId);
 
+  // One listener on the caller's signal instead of one per target.
+  const cancel = new AbortController();
+  setMaxListeners(0, cancel.signal);
+  input.signal?.addEventListener("abort", () => cancel.abort(input.signal!.reason), { once: true });
   const queue: FanOutEvent[] = [];
   let wake: (() => void) | undefined;
   let remaining = targets.size;
@@ -48,7 +59,7 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
   let timedOut = 0;
   for (const edgeId of targets) {
     deps.dispatcher
-      .execute({ key: input.key, params: input.params, paramsJson: input.paramsJson, edgeId, sessionId: input.sessionId, timeoutMs: input.perEdgeTimeoutMs, caller: input.caller, signal: input.signal })
+      .execute({ key: input.key, params: input.params, paramsJson: input.paramsJson, edgeId, sessionId: input.sessionId, timeoutMs: input.perEdgeTimeoutMs, caller: input.caller, signal: cancel.signal })
       .then(
         (out): FanOutEvent => {
           if (out.result.success) succeeded++;

@@ -3,8 +3,7 @@ import { OngridError } from "../../skill/errors.ts";
 
 type Requirement = { key: string; op: "=" | "!=" | "exists" | "!exists"; value?: string };
 
-const KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,252}[A-Za-z0-9])?$/;
-const VALUE = /^[A-Za-z0-9._-]{0,63}$/;
+import { LABEL_KEY_PATTERN as KEY, LABEL_VALUE_PATTERN as VALUE } from "../../skill/identity.ts";
 
 /** A parsed selector; an empty selector matches everything. */
 export interface Selector {

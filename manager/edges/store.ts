@@ -1,12 +1,11 @@
 /** Enrolled edges in the database: tokens (hashed), revocation and last known presence (C4). */
 import { createHash, randomBytes } from "node:crypto";
-import { asc, eq } from "drizzle-orm";
+import { and, asc, eq, isNull } from "drizzle-orm";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { edges, type EdgeRow } from "../db/schema/index.ts";
 
-/** Edge ids: what a DNS label allows, lower case, so the default (the host's name) fits. */
-export const EDGE_ID_PATTERN = /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/;
+import { EDGE_ID_PATTERN } from "../../skill/identity.ts";
 const TOKEN_PREFIX = "ogt_";
 
 /** SHA-256 of a token, hex: the only form stored. */
@@ -71,7 +70,7 @@ export function createEdgeStore(database: Database, managerId: string) {
       return row;
     },
 
-    /** Whether the edge is still enrolled with this token hash (checked again when a revoked edge tries to stay). */
+    /** One edge's row (the hub re-reads it to notice revocation and rotation of a live edge). */
     async get(id: string): Promise<EdgeRow | undefined> {
       const [row] = await db.select().from(edges).where(eq(edges.id, id));
       return row;
@@ -81,11 +80,12 @@ export function createEdgeStore(database: Database, managerId: string) {
       return db.select().from(edges).orderBy(asc(edges.id));
     },
 
+    /** Records a welcomed edge; a revoked edge is never marked online. */
     async markOnline(id: string, p: Presence): Promise<void> {
       await db
         .update(edges)
         .set({ online: true, lastSeenAt: new Date(), managerId, version: p.version, hostname: p.hostname, os: p.os, labels: p.labels, skills: p.skills })
-        .where(eq(edges.id, id));
+        .where(and(eq(edges.id, id), isNull(edges.revokedAt)));
     },
 
     async markOffline(id: string, lastSeen: Date): Promise<void> {

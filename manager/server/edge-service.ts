@@ -11,6 +11,7 @@ import { checkEdgeId, type EdgeStore } from "../edges/store.ts";
 import { parseSelector } from "../edges/selector.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { metadataToProto } from "./convert.ts";
+import { requireLocalAdmin } from "./caller.ts";
 
 /** An edge row plus live presence as the contract's Edge; `full` includes every skill's metadata. */
 export function edgeToProto(row: EdgeRow, hub: Hub, full: boolean): Edge {
@@ -53,13 +54,15 @@ export function createEdgeService(deps: { edges: EdgeStore; hub: Hub }): Service
       if (!row) throw new OngridError("not_found", `unknown edge "${req.id}"`, "ListEdges shows the enrolled edges");
       return { edge: edgeToProto(row, hub, true) };
     },
-    async enrollEdge(req) {
+    async enrollEdge(req, ctx) {
+      requireLocalAdmin(ctx, "EnrollEdge");
       checkEdgeId(req.id);
       const res = await edges.enroll(req.id);
       if (res.rotated) hub.disconnect(req.id, "the edge's token was rotated");
       return res;
     },
-    async revokeEdge(req) {
+    async revokeEdge(req, ctx) {
+      requireLocalAdmin(ctx, "RevokeEdge");
       if (!(await edges.revoke(req.id))) throw new OngridError("not_found", `unknown edge "${req.id}"`);
       return { disconnected: hub.disconnect(req.id, "the edge's token was revoked") };
     },

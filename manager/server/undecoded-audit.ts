@@ -9,6 +9,7 @@ import { createContextKey, createContextValues, type Interceptor } from "@connec
 import type { Logger } from "pino";
 import type { AuditLog } from "../audit/types.ts";
 import type { DualHandler } from "./listen.ts";
+import { kPeerAddress } from "./caller.ts";
 
 const EXECUTE_PATH = "/ongrid.v1.SkillService/ExecuteSkill";
 const CAPTURE_BYTES = 8192;
@@ -20,10 +21,11 @@ interface RequestState {
 const states = new WeakMap<object, RequestState>();
 const kState = createContextKey<RequestState | undefined>(undefined, { description: "ongrid request state" });
 
-/** Connect contextValues hook: links the node request to the handler context. */
+/** Connect contextValues hook: links the node request to the handler context, with the peer's address. */
 export function requestContextValues(req: object) {
   const values = createContextValues();
   values.set(kState, states.get(req));
+  values.set(kPeerAddress, (req as { socket?: { remoteAddress?: string } }).socket?.remoteAddress ?? "");
   return values;
 }
 

@@ -8,6 +8,9 @@ import type http2 from "node:http2";
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 
+/** Outgoing bytes a peer may leave unread before the call is ended (a stalled peer must not grow our memory). */
+const MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+
 /** A gRPC status to end the stream with. */
 export interface GrpcStatus {
   code: Code;
@@ -81,13 +84,19 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
 ): GrpcBidiCall<O> {
   let closed = false;
   let status: GrpcStatus = { code: 0 as Code, message: "" };
-  let pending: Buffer = Buffer.alloc(0);
+  // Received bytes not yet decoded: a list of chunks, concatenated only when a frame is complete.
+  let chunks: Buffer[] = [];
+  let buffered = 0;
 
   stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
   stream.on("wantTrailers", () => {
     const trailers: Record<string, string> = { "grpc-status": String(status.code) };
     if (status.message) trailers["grpc-message"] = encodeGrpcMessage(status.message);
     stream.sendTrailers(trailers);
+    // A peer that never half-closes would keep the stream open until the session idles out.
+    setTimeout(() => {
+      if (!stream.destroyed) stream.close();
+    }, 2000).unref();
   });
 
   const finish = (err?: Error) => {
@@ -103,6 +112,10 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
     },
     send(message) {
       if (closed || stream.destroyed || stream.writableEnded) return false;
+      if (stream.writableLength > MAX_UNSENT_BYTES) {
+        call.end({ code: Code.ResourceExhausted, message: `the peer is not reading: more than ${MAX_UNSENT_BYTES} bytes unsent` });
+        return false;
+      }
       const body = toBinary(output, create(output, message));
       const frame = Buffer.allocUnsafe(5 + body.length);
       frame[0] = 0;
@@ -120,10 +133,13 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
 
   stream.on("data", (chunk: Buffer) => {
     if (closed) return;
-    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-    while (pending.length >= 5) {
-      const flags = pending[0];
-      const len = pending.readUInt32BE(1);
+    chunks.push(chunk);
+    buffered += chunk.length;
+    while (buffered >= 5) {
+      if (chunks[0].length < 5) chunks = [Buffer.concat(chunks)];
+      const head = chunks[0];
+      const flags = head[0];
+      const len = head.readUInt32BE(1);
       if (len > maxMessageBytes) {
         call.end({ code: Code.ResourceExhausted, message: `tunnel frame of ${len} bytes exceeds the ${maxMessageBytes}-byte limit` });
         return;
@@ -132,9 +148,12 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
         call.end({ code: Code.Unimplemented, message: "compressed tunnel frames are not supported" });
         return;
       }
-      if (pending.length < 5 + len) break;
-      const body = pending.subarray(5, 5 + len);
-      pending = pending.subarray(5 + len);
+      if (buffered < 5 + len) break;
+      const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      const body = all.subarray(5, 5 + len);
+      const rest = all.subarray(5 + len);
+      chunks = rest.length ? [rest] : [];
+      buffered = rest.length;
       let message: MessageShape<I>;
       try {
         message = fromBinary(input, body);

@@ -17,6 +17,31 @@ import { MetadataSchema, type SkillResult } from "../../proto/gen/ongrid/v1/skil
 import type { EdgeStore } from "../edges/store.ts";
 import { acceptBidi, checkGrpcRequest, refuse, type GrpcBidiCall } from "./grpc-stream.ts";
 import { skillFromMetadata } from "./remote-skill.ts";
+import { labelProblem } from "../../skill/identity.ts";
+
+/** How long a token lookup may take before the edge is told to retry. */
+const AUTH_TIMEOUT_MS = 10_000;
+/** A live edge's token is re-checked every this many heartbeats. */
+const RECHECK_EVERY_TICKS = 12;
+/** Skills one edge may offer. */
+const MAX_SKILLS_PER_EDGE = 1000;
+
+/** Resolves like `p`, or rejects after `ms`. */
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}
 
 /** Path of the tunnel RPC. */
 export const TUNNEL_PATH = "/ongrid.v1.EdgeTunnelService/Connect";
@@ -65,7 +90,11 @@ function envelopeFrom(r: SkillResult | undefined, edgeId: string, capBytes: numb
   return {
     success: Boolean(r?.success),
     output: capped.output,
-    ...(r?.error ? { error: redact({ code: r.error.code, message: r.error.message, hint: r.error.hint }) } : {}),
+    ...(r?.error
+      ? { error: redact({ code: r.error.code, message: r.error.message, hint: r.error.hint }) }
+      : r?.success
+        ? {}
+        : { error: { code: "edge_error", message: `edge "${edgeId}" reported a failure without an error`, hint: "check the edge's log" } }),
     duration_ms: r?.durationMs ?? 0,
     truncated: Boolean(r?.truncated) || capped.truncated,
     edge_id: edgeId,
@@ -76,6 +105,7 @@ function envelopeFrom(r: SkillResult | undefined, edgeId: string, capBytes: numb
 export function createHub(opts: HubOptions) {
   const { store, log } = opts;
   const sessions = new Map<string, LiveSession>();
+  const opening = new Map<string, Set<GrpcBidiCall<typeof ConnectResponseSchema>>>();
   const helloTimeoutMs = opts.helloTimeoutMs ?? 10_000;
 
   function bearer(headers: http2.IncomingHttpHeaders): string | undefined {
@@ -91,26 +121,42 @@ export function createHub(opts: HubOptions) {
     if (!token) return refuse(stream, { code: Code.Unauthenticated, message: "missing edge token: send `authorization: Bearer <token>`" });
     let row;
     try {
-      row = await store.authenticate(token);
+      row = await withTimeout(store.authenticate(token), AUTH_TIMEOUT_MS);
     } catch (err) {
       const e = err as OngridError;
-      log.warn({ reason: e.message }, "edge refused: bad token");
-      return refuse(stream, { code: e.code === "unauthenticated" ? Code.Unauthenticated : Code.Unavailable, message: e.message });
+      if (e.code === "unauthenticated") {
+        log.warn({ reason: e.message }, "edge refused: bad token");
+        return refuse(stream, { code: Code.Unauthenticated, message: e.message });
+      }
+      log.error({ err: String(err) }, "edge authentication failed");
+      return refuse(stream, { code: Code.Unavailable, message: "edge authentication is unavailable; retry later" });
     }
     if (stream.destroyed) return;
     const enrolledId = row.id;
+    const tokenHash = row.tokenHash;
     let session: LiveSession | undefined;
+    let helloSeen = false;
     const helloTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no hello within ${helloTimeoutMs} ms` }), helloTimeoutMs);
     const call = acceptBidi(stream, headers, ConnectRequestSchema, ConnectResponseSchema, opts.maxFrameBytes, {
       onMessage(msg) {
         const f = msg.frame;
         if (!session) {
+          if (helloSeen) return; // heartbeats while the hello is being checked
           if (f.case !== "hello") {
             call.end({ code: Code.InvalidArgument, message: `the first frame must be hello, got ${f.case ?? "an empty frame"}` });
             return;
           }
+          helloSeen = true;
           clearTimeout(helloTimer);
-          session = welcome(call, enrolledId, f.value);
+          welcome(call, enrolledId, tokenHash, f.value).then(
+            (s) => {
+              session = s;
+            },
+            (err) => {
+              log.error({ err: String(err), edge: enrolledId }, "edge welcome failed");
+              call.end({ code: Code.Unavailable, message: "the manager could not admit the edge; retry later" });
+            },
+          );
           return;
         }
         session.lastHeard = Date.now();
@@ -126,16 +172,33 @@ export function createHub(opts: HubOptions) {
       },
       onClose(err) {
         clearTimeout(helloTimer);
+        opening.get(enrolledId)?.delete(call);
         if (session) drop(session, err ? `tunnel lost: ${err.message}` : "edge closed the tunnel");
       },
     });
+    // Until it is welcomed, a stream is tracked so that revoking or rotating the token closes it too.
+    let set = opening.get(enrolledId);
+    if (!set) opening.set(enrolledId, (set = new Set()));
+    set.add(call);
   }
 
-  function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, hello: Hello): LiveSession | undefined {
+  async function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello): Promise<LiveSession | undefined> {
     if (hello.edgeId !== enrolledId) {
       call.end({ code: Code.PermissionDenied, message: `this token is enrolled for edge "${enrolledId}", not "${hello.edgeId}"` });
       return undefined;
     }
+    const labelsBad = labelProblem(hello.labels);
+    if (labelsBad || hello.skills.length > MAX_SKILLS_PER_EDGE) {
+      call.end({ code: Code.InvalidArgument, message: `hello refused: ${labelsBad ?? `at most ${MAX_SKILLS_PER_EDGE} skills per edge, got ${hello.skills.length}`}` });
+      return undefined;
+    }
+    // The token may have been revoked or rotated since the stream opened.
+    if (!(await stillValid(enrolledId, tokenHash))) {
+      call.end({ code: Code.Unauthenticated, message: "edge token is unknown or revoked" });
+      return undefined;
+    }
+    if (call.closed) return undefined;
+    opening.get(enrolledId)?.delete(call);
     const skills = new Map<string, Skill>();
     try {
       for (const m of hello.skills) {
@@ -148,6 +211,7 @@ export function createHub(opts: HubOptions) {
     }
     const previous = sessions.get(enrolledId);
     if (previous) previous.close({ code: Code.Aborted, message: "superseded by a newer connection of the same edge" });
+    let ticks = 0;
     const session: LiveSession = {
       edgeId: enrolledId,
       hello,
@@ -162,10 +226,17 @@ export function createHub(opts: HubOptions) {
           return;
         }
         call.send({ frame: { case: "heartbeat", value: { sentAtUnixMs: BigInt(Date.now()) } } });
+        // Revocation or rotation done elsewhere (the CLI on a shared database, another manager) is noticed here.
+        if (++ticks % RECHECK_EVERY_TICKS === 0) {
+          stillValid(enrolledId, tokenHash).then(
+            (ok) => ok || session.close({ code: Code.Unauthenticated, message: "the edge's token was revoked or rotated" }),
+            (err) => log.warn({ err: String(err), edge: enrolledId }, "could not re-check the edge's token"),
+          );
+        }
       }, opts.heartbeatMs),
       close(status) {
+        drop(session, status.message); // first, so pending calls learn the real reason
         call.end(status);
-        drop(session, status.message);
       },
     };
     session.heartbeat.unref();
@@ -199,6 +270,11 @@ export function createHub(opts: HubOptions) {
     log.info({ edge: session.edgeId, reason }, "edge disconnected");
   }
 
+  async function stillValid(edgeId: string, tokenHash: string): Promise<boolean> {
+    const row = await withTimeout(store.get(edgeId), AUTH_TIMEOUT_MS);
+    return Boolean(row && !row.revokedAt && row.tokenHash === tokenHash);
+  }
+
   /** Runs a host skill on a connected edge; rejects with unavailable / deadline_exceeded / cancelled. */
   function call(edgeId: string, key: string, params: Record<string, unknown>, timeoutMs: number, signal?: AbortSignal): Promise<ResultEnvelope> {
     const session = sessions.get(edgeId);
@@ -225,6 +301,7 @@ export function createHub(opts: HubOptions) {
         cancel("deadline exceeded");
         reject(new OngridError("deadline_exceeded", `edge "${edgeId}" did not answer "${key}" within ${timeoutMs} ms`, "raise timeout_ms or check the edge"));
       }, timeoutMs + 1000);
+      timer.unref();
       session.pending.set(callId, {
         resolve: (r) => {
           settle();
@@ -239,7 +316,13 @@ export function createHub(opts: HubOptions) {
       if (signal?.aborted) return onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
       const sent = session.call.send({ frame: { case: "execute", value: { callId, key, params: params as never, timeoutMs } } });
-      if (!sent) session.pending.get(callId)?.reject(new OngridError("unavailable", `edge "${edgeId}" tunnel is closed`));
+      if (!sent) {
+        const p = session.pending.get(callId);
+        if (p) {
+          clearTimeout(p.timer);
+          p.reject(new OngridError("unavailable", `edge "${edgeId}" tunnel is closed`, "retry when the edge is back online"));
+        }
+      }
     });
   }
 
@@ -254,10 +337,12 @@ export function createHub(opts: HubOptions) {
     call,
     session: (edgeId: string): EdgeSession | undefined => sessions.get(edgeId),
     sessions: (): EdgeSession[] => [...sessions.values()],
-    /** Closes an edge's tunnel (revocation, rotation). */
+    /** Closes an edge's tunnel and any stream of it still awaiting its welcome (revocation, rotation). */
     disconnect(edgeId: string, message: string): boolean {
       const s = sessions.get(edgeId);
       s?.close({ code: Code.Unauthenticated, message });
+      for (const c of opening.get(edgeId) ?? []) c.end({ code: Code.Unauthenticated, message });
+      opening.delete(edgeId);
       return Boolean(s);
     },
     /** Closes every tunnel (manager shutdown). */

@@ -4,7 +4,11 @@ import { buildSkill } from "../../skill/registry.ts";
 import { classifyCommand } from "../../skill/risk.ts";
 import type { ParamSchema, ParamSpec, Skill, SkillClass } from "../../skill/types.ts";
 import { ParamType, type Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { createHash } from "node:crypto";
+import { toBinary } from "@bufbuild/protobuf";
 import { classFromProto } from "../../skill/proto.ts";
+import { MetadataSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 
 /** Classifiers the manager knows by name: a dynamic-risk skill names one in its metadata. */
 const RISK_CLASSIFIERS: Record<string, (value: unknown) => SkillClass> = {
@@ -25,7 +29,7 @@ const TYPES: Partial<Record<ParamType, ParamSpec["type"]>> = {
 export function riskFromClassifier(ref: string, key: string): ((p: Record<string, unknown>) => SkillClass) | undefined {
   if (!ref) return undefined;
   const [name, param] = ref.split(":");
-  const classify = RISK_CLASSIFIERS[name];
+  const classify = Object.hasOwn(RISK_CLASSIFIERS, name) ? RISK_CLASSIFIERS[name] : undefined;
   if (!classify || !param) {
     throw new OngridError(
       "invalid_argument",
@@ -35,8 +39,35 @@ export function riskFromClassifier(ref: string, key: string): ((p: Record<string
   return (p) => classify(p[param]);
 }
 
-/** Builds the manager-side view of an edge's skill; throws OngridError naming the skill when the metadata is unusable. */
+/**
+ * The builtins every edge binary ships, built from the manager's own copy: for these keys the
+ * manager never takes an edge's word for class, risk, schema or description (one edge cannot
+ * rewrite the tool text the fleet's LLM sees, nor declare `restart_service` safe).
+ */
+const KNOWN = new Map(EDGE_BUILTINS.map((def) => [def.key, buildSkill({ ...def, scope: "host" })]));
+
+/** Skills built from edge metadata, by a hash of the metadata bytes: a thousand identical hellos compile once. */
+const cache = new Map<string, Skill>();
+const CACHE_LIMIT = 4096;
+
+/** The manager-side Skill for a key an edge offers: the manager's own builtin, or one built (once) from the metadata. */
 export function skillFromMetadata(m: Metadata): Skill {
+  const known = KNOWN.get(m.key);
+  if (known) return known;
+  const id = createHash("sha256").update(toBinary(MetadataSchema, m)).digest("base64url");
+  const hit = cache.get(id);
+  if (hit) {
+    cache.delete(id);
+    cache.set(id, hit);
+    return hit;
+  }
+  const skill = buildFromMetadata(m);
+  cache.set(id, skill);
+  if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+  return skill;
+}
+
+function buildFromMetadata(m: Metadata): Skill {
   const params: Record<string, ParamSpec> = {};
   for (const f of m.params?.fields ?? []) {
     const type = TYPES[f.type];
