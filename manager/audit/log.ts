@@ -60,9 +60,10 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
       rows = await db.transaction(async (tx) => {
         // Bounded waits: a stalled database or a stuck lock holder fails the batch (the callers get
         // a clear error) instead of hanging every call behind it.
-        await tx.execute(sql`set local lock_timeout = '15s'`);
-        await tx.execute(sql`set local statement_timeout = '30s'`);
-        await tx.execute(sql`select pg_advisory_xact_lock(${sql.raw(AUDIT_CHAIN_LOCK_KEY.toString())})`);
+        // One statement (set_config(…, true) is SET LOCAL): each round trip is on every call's path.
+        await tx.execute(
+          sql`select set_config('lock_timeout', '15s', true), set_config('statement_timeout', '30s', true), pg_advisory_xact_lock(${sql.raw(AUDIT_CHAIN_LOCK_KEY.toString())})`,
+        );
         const [head] = await tx
           .select({ seq: toolCalls.seq, rowHash: toolCalls.rowHash })
           .from(toolCalls)
