@@ -1,20 +1,18 @@
 /** The edge agent `ongrid-edge`: dials out to the manager and runs host skills (compiled with `bun build --compile`). */
 import { readFileSync } from "node:fs";
-import { hostname, platform, arch } from "node:os";
+import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";
 import pino from "pino";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { createRegistry } from "../skill/registry.ts";
 import { parseDuration } from "../skill/duration.ts";
 import { OngridError } from "../skill/errors.ts";
-import { EDGE_BUILTINS } from "./builtin/index.ts";
+import { EDGE_VERSION, createEdgeRuntime } from "./runtime.ts";
 import { EDGE_ID_PATTERN, edgeIdFromHostname, labelProblem } from "../skill/identity.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 import { dialForever } from "./tunnel/dialer.ts";
 
-/** The edge agent's version, sent in hello. */
-export const EDGE_VERSION = "0.1.0";
+export { EDGE_VERSION };
 
 
 function bad(flag: string, message: string): never {
@@ -92,31 +90,19 @@ export function buildEdgeProgram(): Command {
         }
       }
       const log = pino({ level: o.logLevel, base: { svc: "ongrid-edge", edge: id } }, pino.destination(2));
-      const registry = createRegistry({ log });
-      for (const def of EDGE_BUILTINS) registry.register(def);
-      const roots = (o.allowedRoot as string[]).filter(Boolean);
+      const runtime = createEdgeRuntime({
+        id,
+        labels: parseLabels(o.label),
+        allowedRoots: (o.allowedRoot as string[]).filter(Boolean),
+        concurrency,
+        outputCapBytes: outputCap,
+        log,
+      });
       const transport = createGrpcTransport({ baseUrl: url.toString().replace(/\/$/, ""), nodeOptions: ca ? { ca } : undefined });
       const stop = new AbortController();
       for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => stop.abort());
-      console.log(`ongrid-edge ${EDGE_VERSION} "${id}" dialing ${url.origin} (${registry.size} skills)`);
-      await dialForever(
-        transport,
-        token,
-        {
-          id,
-          version: EDGE_VERSION,
-          hostname: hostname(),
-          os: `${platform()}/${arch()}`,
-          labels: parseLabels(o.label),
-          registry,
-          settings: { tail_file: { allowed_roots: roots }, host_files: { allowed_roots: roots } },
-          concurrency,
-          outputCapBytes: outputCap,
-          log,
-        },
-        { baseMs: 250, maxMs: maxBackoff },
-        stop.signal,
-      );
+      console.log(`ongrid-edge ${EDGE_VERSION} "${id}" dialing ${url.origin} (${runtime.registry.size} skills)`);
+      await dialForever(transport, token, runtime, { baseMs: 250, maxMs: maxBackoff }, stop.signal);
       process.exit(0);
     });
 }

@@ -1,12 +1,10 @@
 /** `ongrid manager --local-edge`: enrolls this host and runs an edge agent in the manager's process, so host skills are there at once. */
-import { hostname, platform, arch } from "node:os";
+import { hostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
-import { createRegistry } from "../skill/registry.ts";
-import { EDGE_BUILTINS } from "../edge/builtin/index.ts";
 import { dialForever } from "../edge/tunnel/dialer.ts";
-import { EDGE_VERSION } from "../edge/main.ts";
+import { createEdgeRuntime } from "../edge/runtime.ts";
 import type { EdgeStore } from "./edges/store.ts";
 import { edgeIdFromHostname } from "../skill/identity.ts";
 import { OngridError } from "../skill/errors.ts";
@@ -33,28 +31,16 @@ export async function startLocalEdge(o: LocalEdgeOptions): Promise<{ id: string;
     throw new OngridError("failed_precondition", `the local edge "${id}" is revoked`, `enroll it again with \`ongrid edge enroll ${id}\`, or start without --local-edge`);
   }
   const { token } = await o.edges.enroll(id);
-  const log = o.log.child({ local_edge: id });
-  const registry = createRegistry({ log });
-  for (const def of EDGE_BUILTINS) registry.register(def);
+  const runtime = createEdgeRuntime({
+    id,
+    labels: { local: "true" },
+    allowedRoots: o.allowedRoots,
+    concurrency: 8,
+    outputCapBytes: o.outputCapBytes,
+    log: o.log.child({ local_edge: id }),
+  });
   const stop = new AbortController();
   const transport = createGrpcTransport({ baseUrl: o.url, nodeOptions: o.tlsCert ? { ca: readFileSync(o.tlsCert) } : undefined });
-  void dialForever(
-    transport,
-    token,
-    {
-      id,
-      version: EDGE_VERSION,
-      hostname: hostname(),
-      os: `${platform()}/${arch()}`,
-      labels: { local: "true" },
-      registry,
-      settings: { tail_file: { allowed_roots: o.allowedRoots }, host_files: { allowed_roots: o.allowedRoots } },
-      concurrency: 8,
-      outputCapBytes: o.outputCapBytes,
-      log,
-    },
-    { baseMs: 250, maxMs: 5000 },
-    stop.signal,
-  );
+  void dialForever(transport, token, runtime, { baseMs: 250, maxMs: 5000 }, stop.signal);
   return { id, stop: () => stop.abort() };
 }

@@ -1,6 +1,6 @@
 /** ongrid.v1.SkillService: list, get, execute and fan out skills over Connect, gRPC and gRPC-Web. */
 import type { ServiceImpl } from "@connectrpc/connect";
-import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { SkillService, type ExecuteSkillRequest } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import type { SkillRegistry } from "../../skill/registry.ts";
 import type { Dispatcher } from "../dispatch/dispatch.ts";
 import { fanOut } from "../dispatch/fan-out.ts";
@@ -8,6 +8,11 @@ import { listInventory } from "../registry/inventory.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { classFromProto, metadataToProto, resultToProto, scopeFromProto } from "./convert.ts";
 import { callerOf } from "./caller.ts";
+
+/** The params of an execute or fan-out request, as the dispatcher takes them. */
+function paramsOf(input: ExecuteSkillRequest["input"]): { params?: unknown; paramsJson?: string } {
+  return input.case === "params" ? { params: input.value } : input.case === "paramsJson" ? { paramsJson: input.value } : {};
+}
 
 /** Builds the SkillService implementation over the registry, the hub and the dispatcher. */
 export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher }): ServiceImpl<typeof SkillService> {
@@ -29,8 +34,7 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
     async executeSkill(req, ctx) {
       const out = await dispatcher.execute({
         key: req.key,
-        params: req.input.case === "params" ? req.input.value : undefined,
-        paramsJson: req.input.case === "paramsJson" ? req.input.value : undefined,
+        ...paramsOf(req.input),
         edgeId: req.edgeId,
         sessionId: req.sessionId,
         timeoutMs: req.timeoutMs,
@@ -44,8 +48,7 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
         { dispatcher, hub },
         {
           key: req.key,
-          params: req.input.case === "params" ? req.input.value : undefined,
-          paramsJson: req.input.case === "paramsJson" ? req.input.value : undefined,
+          ...paramsOf(req.input),
           edgeIds: req.edgeIds,
           selector: req.selector,
           perEdgeTimeoutMs: req.perEdgeTimeoutMs,

@@ -1,0 +1,38 @@
+/** What an edge agent is, assembled once: its builtin skills, identity and settings; used by the binary and by `--local-edge`. */
+import { arch, hostname, platform } from "node:os";
+import type { Logger } from "pino";
+import { createRegistry } from "../skill/registry.ts";
+import { EDGE_BUILTINS } from "./builtin/index.ts";
+import type { EdgeRuntime } from "./tunnel/session.ts";
+
+/** The edge agent's version, sent in hello. */
+export const EDGE_VERSION = "0.1.0";
+
+/** The choices that differ between one edge and another. */
+export interface EdgeRuntimeOptions {
+  id: string;
+  labels: Record<string, string>;
+  /** Directories tail_file and host_files may read. */
+  allowedRoots: string[];
+  concurrency: number;
+  outputCapBytes: number;
+  log: Logger;
+}
+
+/** Registers every builtin and describes this host. */
+export function createEdgeRuntime(o: EdgeRuntimeOptions): EdgeRuntime {
+  const registry = createRegistry({ log: o.log });
+  for (const def of EDGE_BUILTINS) registry.register(def);
+  return {
+    id: o.id,
+    version: EDGE_VERSION,
+    hostname: hostname(),
+    os: `${platform()}/${arch()}`,
+    labels: o.labels,
+    registry,
+    settings: { tail_file: { allowed_roots: o.allowedRoots }, host_files: { allowed_roots: o.allowedRoots } },
+    concurrency: o.concurrency,
+    outputCapBytes: o.outputCapBytes,
+    log: o.log,
+  };
+}
