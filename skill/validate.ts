@@ -21,10 +21,18 @@ const AJV_OPTIONS: Options = {
 
 // One shared instance per dialect: 2020-12 is the default (and what paramsToJsonSchema
 // emits); a raw schema that declares draft-07 in `$schema` compiles with draft-07 rules.
-const ajv2020 = new Ajv2020(AJV_OPTIONS);
-const ajvDraft7 = new AjvDraft7(AJV_OPTIONS);
-addFormats(ajv2020);
-addFormats(ajvDraft7);
+// Each is created on first use: an instance compiles its meta-schemas, which is a large part of
+// an idle edge agent's memory, and most processes never need the draft-07 one.
+let ajv2020: Ajv2020 | undefined;
+let ajvDraft7: AjvDraft7 | undefined;
+function dialect2020(): Ajv2020 {
+  if (!ajv2020) addFormats((ajv2020 = new Ajv2020(AJV_OPTIONS)));
+  return ajv2020;
+}
+function dialectDraft7(): AjvDraft7 {
+  if (!ajvDraft7) addFormats((ajvDraft7 = new AjvDraft7(AJV_OPTIONS)));
+  return ajvDraft7;
+}
 
 const DRAFT_2020 = /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
 const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
@@ -33,8 +41,8 @@ const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
 export function compileValidator(jsonSchema: Record<string, unknown>): ValidateFunction {
   const dialect = jsonSchema.$schema;
   let ajv: Ajv2020 | AjvDraft7;
-  if (dialect === undefined || (typeof dialect === "string" && DRAFT_2020.test(dialect))) ajv = ajv2020;
-  else if (typeof dialect === "string" && DRAFT_07.test(dialect)) ajv = ajvDraft7;
+  if (dialect === undefined || (typeof dialect === "string" && DRAFT_2020.test(dialect))) ajv = dialect2020();
+  else if (typeof dialect === "string" && DRAFT_07.test(dialect)) ajv = dialectDraft7();
   else {
     throw new OngridError(
       "invalid_argument",
