@@ -82,9 +82,15 @@ describe("ongrid CLI", () => {
     expect(broken.stdout).toMatch(/BROKEN at row 1/);
   });
 
-  it("passes `skills lint` for every builtin", async () => {
+  it("passes `skills lint` for every builtin, manager and edge", async () => {
     const r = await runOngrid(["skills", "lint"]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^12 skills checked$/m);
+    // exec breaks the key rule on purpose (the spec fixes its key): reported as a waived warning
+    expect(r.stdout).toMatch(/exec: .*\(waived: the key is fixed by SPEC D5/);
+    const json = await runOngrid(["skills", "lint", "--json"]);
+    const findings = JSON.parse(json.stdout) as Array<{ severity: string }>;
+    expect(findings.filter((f) => f.severity === "error")).toEqual([]);
   });
 
   it("refuses bad config at start, naming the key", async () => {

@@ -6,6 +6,7 @@ import { parseDuration } from "../../skill/duration.ts";
 import { lintRegistry, formatFindings } from "../../skill/lint.ts";
 import { metadataToProto, resultToProto } from "../server/convert.ts";
 import { MANAGER_BUILTINS, createManagerRegistry } from "../builtin/index.ts";
+import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
@@ -139,13 +140,14 @@ export function skillsCommand(): Command {
 
   cmd
     .command("lint")
-    .description("check every registered skill against the ACI new-tool checklist")
+    .description("check every builtin skill (manager and edge) against the ACI new-tool checklist")
     .option("--json", "print findings as JSON")
     .action(async (opts) => {
-      const registry = createManagerRegistry();
-      const findings = lintRegistry(MANAGER_BUILTINS);
+      createManagerRegistry(); // registration itself refuses malformed definitions
+      const all = [...MANAGER_BUILTINS, ...EDGE_BUILTINS];
+      const findings = lintRegistry(all);
       if (opts.json) console.log(JSON.stringify(findings, null, 2));
-      else console.log(findings.length ? formatFindings(findings) : `${registry.size} skills checked, no findings`);
+      else console.log(`${findings.length ? formatFindings(findings) + "\n" : ""}${all.length} skills checked`);
       if (findings.some((f) => f.severity === "error")) process.exitCode = 1;
     });
   return cmd;
