@@ -85,16 +85,7 @@ export function chainInputOf(r: ToolCallRow): ChainInput {
 /** A row as read back, in the API's shape (NULL text columns read as ""). */
 export function fromDbRow(r: ToolCallRow): AuditRow {
   return {
-    seq: r.seq,
-    sessionId: r.sessionId,
-    toolName: r.toolName,
-    args: r.argsJson ?? null,
-    result: r.resultJson ?? null,
-    error: r.error,
-    deviceId: r.deviceId,
-    startedAt: r.startedAt,
-    finishedAt: r.finishedAt,
-    durationMs: r.durationMs,
+    ...chainInputOf(r),
     callerUserId: r.callerUserId ?? "",
     callerRole: r.callerRole ?? "",
     decision: r.decision ?? "",
