@@ -6,9 +6,8 @@ import type { Logger } from "pino";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { EdgeTunnelService, type ConnectRequest, type Execute } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
+import { EdgeTunnelService, type ConnectRequestSchema, type Execute } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ConnectRequestSchema } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
@@ -220,6 +219,3 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
   }
   return { welcomed, superseded, reason };
 }
-
-/** The frame type, for tests that speak the tunnel by hand. */
-export type { ConnectRequest };
