@@ -27,28 +27,24 @@ export interface ChainInput {
   sopHash: string | null;
 }
 
-/** sha256 hex of `prevHash + "\n" + canonicalJson(row)`; identical for a row rebuilt from jsonb. */
+/**
+ * sha256 hex of `prevHash + "\n" + canonicalJson(row)`; identical for a row rebuilt from jsonb.
+ * The row's own fields are written in their sorted order directly (this is on every call's path);
+ * the text is exactly what canonicalJson would make of the same object (a test holds the two together).
+ */
 export function rowHash(prevHash: string, row: ChainInput): string {
-  const content = {
-    seq: row.seq,
-    sessionId: row.sessionId,
-    toolName: row.toolName,
-    args: row.args ?? null,
-    result: row.result ?? null,
-    error: row.error,
-    deviceId: row.deviceId,
-    startedAt: row.startedAt,
-    finishedAt: row.finishedAt,
-    durationMs: row.durationMs,
-    callerUserId: row.callerUserId,
-    callerRole: row.callerRole,
-    decision: row.decision,
-    decisionReason: row.decisionReason,
-    approvalId: row.approvalId,
-    sopHash: row.sopHash,
-  };
-  return createHash("sha256").update(`${prevHash}\n${canonicalJson(content)}`, "utf8").digest("hex");
+  const text =
+    `{"approvalId":${str(row.approvalId)},"args":${canonicalJson(row.args ?? null)},"callerRole":${str(row.callerRole)},` +
+    `"callerUserId":${str(row.callerUserId)},"decision":${str(row.decision)},"decisionReason":${str(row.decisionReason)},` +
+    `"deviceId":${str(row.deviceId)},"durationMs":${num(row.durationMs)},"error":${str(row.error)},"finishedAt":${date(row.finishedAt)},` +
+    `"result":${canonicalJson(row.result ?? null)},"seq":${num(row.seq)},"sessionId":${str(row.sessionId)},"sopHash":${str(row.sopHash)},` +
+    `"startedAt":${date(row.startedAt)},"toolName":${str(row.toolName)}}`;
+  return createHash("sha256").update(`${prevHash}\n${text}`, "utf8").digest("hex");
 }
+
+const str = (v: string | null | undefined): string => (v === null || v === undefined ? "null" : JSON.stringify(v));
+const num = (v: number): string => (Number.isFinite(v) ? JSON.stringify(v) : "null");
+const date = (v: Date): string => encode(v)!;
 
 /**
  * JSON with object keys sorted recursively (by UTF-16 code units) and dates as ISO strings with

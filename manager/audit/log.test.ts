@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { expect, test } from "vitest";
 import { describeBothBackends } from "../../test/support/pg.ts";
 import { OngridError } from "../../skill/errors.ts";
@@ -36,6 +37,34 @@ test("canonical JSON sorts keys recursively and writes dates with milliseconds",
     '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1,"t":"2025-03-01T10:00:00.000Z"}',
   );
   expect(canonicalJson({ u: undefined, n: Number.NaN, arr: [undefined] })).toBe('{"arr":[null],"n":null}');
+});
+
+test("row hashes are sha256 of the previous hash and the row's canonical JSON, pinned so stored chains keep verifying", () => {
+  const row = {
+    seq: 7,
+    sessionId: "s-1",
+    toolName: "probe_tcp",
+    args: { host: "127.0.0.1", port: 5432, opts: { b: [1, "two", null, { z: true, a: 1.5 }], a: 'é\u2028"q"' } },
+    result: { success: true, output: "ok" },
+    error: "",
+    deviceId: "edge-a",
+    startedAt: new Date("2026-01-02T03:04:05.006Z"),
+    finishedAt: new Date("2026-01-02T03:04:05.106Z"),
+    durationMs: 100,
+    callerUserId: "alice",
+    callerRole: null,
+    decision: "allow",
+    decisionReason: "safe",
+    approvalId: "",
+    sopHash: null,
+  };
+  const other = { ...row, args: null, result: "text", callerUserId: null };
+  // Golden values computed by the first release's generic canonicalJson of the whole row.
+  expect(rowHash(GENESIS_HASH, row)).toBe("51a200f92f8a72e809732da540da760171ee2c3b780c8af996a233ec491fdb8f");
+  expect(rowHash("ab".repeat(32), other)).toBe("c9d96f0d79edac1ed6c010314b3b5c855d4125dca1ff286f27719206262dc1f8");
+  for (const [prev, r] of [[GENESIS_HASH, row], ["ab".repeat(32), other]] as const) {
+    expect(rowHash(prev, r)).toBe(createHash("sha256").update(`${prev}\n${canonicalJson(r)}`).digest("hex"));
+  }
 });
 
 describeBothBackends("audit log", (backend) => {
@@ -124,7 +153,7 @@ describeBothBackends("audit log", (backend) => {
     expect(await audit.list({ limit: 1000 })).toHaveLength(30);
   });
 
-  test("two writers appending concurrently keep one linear chain (advisory lock)", async () => {
+  test("two writers appending concurrently keep one linear chain (a batch beaten to its seq numbers is chained again)", async () => {
     const store = await backend.fresh();
     const one = await store.open();
     // Two connections on PostgreSQL; PGlite is single-connection, so two logs share it there.
@@ -163,6 +192,14 @@ describeBothBackends("audit log", (backend) => {
     const report = await audit.verify();
     expect(report).toMatchObject({ ok: false, firstBrokenSeq: 4 });
     expect(report.reason).toMatch(/row 4 follows row 2: row 3 is missing \(deleted\)/);
+  });
+
+  test("deleting the last row while the writer runs leaves a gap the next row exposes", async () => {
+    const { store, audit } = await tamperable(3);
+    await store.query("delete from tool_calls where seq = 3");
+    // The writer chains onto the head it wrote, not onto whatever the table holds now.
+    expect((await audit.append(rec())).seq).toBe(4);
+    expect(await audit.verify()).toMatchObject({ ok: false, firstBrokenSeq: 4, reason: expect.stringMatching(/row 3 is missing/) });
   });
 
   test("deleting the first row is reported", async () => {

@@ -5,21 +5,28 @@ import { OngridError } from "../../skill/errors.ts";
 import type { Database, DbLogger } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
 import { GENESIS_HASH, rowHash } from "./chain.ts";
-import { chainInputOf, fromDbRow, normalizeRecord, toDbRow, type StoredRecord } from "./record.ts";
+import { chainInputOf, fromDbRow, normalizeRecord, toInsertJson, type StoredRecord } from "./record.ts";
 import type { AuditFilter, AuditLog, AuditRecord, AuditRow, VerifyReport } from "./types.ts";
 
-/**
- * Transaction-level advisory lock every writer takes before reading the chain head, so several
- * manager processes sharing one PostgreSQL append to one linear chain.
- */
-export const AUDIT_CHAIN_LOCK_KEY = 7_236_120_002n;
-
-/** Rows written in one transaction at most (18 parameters each, far below PostgreSQL's 65535). */
+/** Rows written in one statement at most. */
 const MAX_BATCH = 500;
+/** Times a batch is re-chained after another writer took its seq numbers, before giving up. */
+const MAX_RECHAIN = 50;
 /** Rows read per page by verify(). */
 const VERIFY_PAGE = 1000;
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
+
+/** The stored columns, in the order of the jsonb objects one insert statement carries. */
+const INSERT_COLUMNS = sql.raw(
+  "seq, session_id, tool_name, args_json, result_json, error, device_id, started_at, finished_at, duration_ms, " +
+    "caller_user_id, caller_role, decision, decision_reason, approval_id, sop_hash, prev_hash, row_hash",
+);
+const RECORD_TYPES = sql.raw(
+  "seq bigint, session_id text, tool_name text, args_json jsonb, result_json jsonb, error text, device_id text, " +
+    "started_at timestamptz, finished_at timestamptz, duration_ms integer, caller_user_id text, caller_role text, " +
+    "decision text, decision_reason text, approval_id text, sop_hash text, prev_hash text, row_hash text",
+);
 
 /** Options of the audit log. */
 export interface AuditLogOptions {
@@ -53,34 +60,40 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     while (queue.length > 0) await writeBatch(queue.splice(0, MAX_BATCH));
   }
 
-  /** Writes one batch in one transaction and settles its promises; never throws. */
+  /**
+   * The chain head as this writer last wrote or read it. A batch is chained onto it and inserted in
+   * one statement; seq is the primary key, so if another writer (a second manager on the same
+   * PostgreSQL) appended meanwhile the insert fails on the key and the batch is chained again onto
+   * the head read afresh. A row of this writer's can therefore never link to anything but the row
+   * before it, and a tail row deleted while the manager runs leaves a gap verify() reports.
+   */
+  let head: { seq: number; rowHash: string } | null = null;
+
+  async function readHead(): Promise<{ seq: number; rowHash: string }> {
+    const [row] = await db.select({ seq: toolCalls.seq, rowHash: toolCalls.rowHash }).from(toolCalls).orderBy(desc(toolCalls.seq)).limit(1);
+    return row ?? { seq: 0, rowHash: GENESIS_HASH };
+  }
+
+  /** Writes one batch in one statement (one jsonb parameter) and settles its promises; never throws. */
   async function writeBatch(batch: Pending[]): Promise<void> {
-    let rows: AuditRow[];
+    let rows: AuditRow[] | undefined;
     try {
-      rows = await db.transaction(async (tx) => {
-        // Bounded waits: a stalled database or a stuck lock holder fails the batch (the callers get
-        // a clear error) instead of hanging every call behind it.
-        // One statement (set_config(…, true) is SET LOCAL): each round trip is on every call's path.
-        await tx.execute(
-          sql`select set_config('lock_timeout', '15s', true), set_config('statement_timeout', '30s', true), pg_advisory_xact_lock(${sql.raw(AUDIT_CHAIN_LOCK_KEY.toString())})`,
-        );
-        const [head] = await tx
-          .select({ seq: toolCalls.seq, rowHash: toolCalls.rowHash })
-          .from(toolCalls)
-          .orderBy(desc(toolCalls.seq))
-          .limit(1);
-        let seq = head?.seq ?? 0;
-        let prevHash = head?.rowHash ?? GENESIS_HASH;
-        const out = batch.map(({ record }) => {
-          seq += 1;
-          const hash = rowHash(prevHash, { ...record, seq });
-          const row: AuditRow = { ...record, seq, prevHash, rowHash: hash };
-          prevHash = hash;
-          return row;
-        });
-        await tx.insert(toolCalls).values(out.map(toDbRow));
-        return out;
-      });
+      for (let attempt = 0; !rows; attempt++) {
+        head ??= await readHead();
+        const chained = chainBatch(head, batch);
+        try {
+          await db.execute(
+            sql`insert into tool_calls (${INSERT_COLUMNS}) select ${INSERT_COLUMNS} from jsonb_to_recordset(${JSON.stringify(chained.map(toInsertJson))}::jsonb) as r(${RECORD_TYPES})`,
+          );
+        } catch (err) {
+          head = null; // unknown after any failure: read it again
+          if (!isSeqTaken(err) || attempt + 1 >= MAX_RECHAIN) throw err;
+          continue;
+        }
+        rows = chained;
+        const last = chained[chained.length - 1]!;
+        head = { seq: last.seq, rowHash: last.rowHash };
+      }
     } catch (err) {
       if (batch.length > 1 && isDataError(err)) {
         // One row PostgreSQL refuses must not sink the rows queued with it: retry them one by one.
@@ -177,6 +190,27 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
   }
 
   return { append, list, verify, flush };
+}
+
+/** Links the batch's records onto the given head: seq numbers and hashes. */
+function chainBatch(head: { seq: number; rowHash: string }, batch: Pending[]): AuditRow[] {
+  let seq = head.seq;
+  let prevHash = head.rowHash;
+  return batch.map(({ record }) => {
+    seq += 1;
+    const hash = rowHash(prevHash, { ...record, seq });
+    const row: AuditRow = { ...record, seq, prevHash, rowHash: hash };
+    prevHash = hash;
+    return row;
+  });
+}
+
+/** Whether an insert failed because another writer already holds one of its seq numbers (unique violation on the key). */
+function isSeqTaken(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth++, e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === "23505") return true;
+  }
+  return false;
 }
 
 /** Whether PostgreSQL refused the data itself (data exception, size limit) rather than being unreachable or in conflict. */

@@ -1,7 +1,7 @@
 /** Turns what callers hand the audit log into storable rows and back: redaction, JSON normalisation, column mapping. */
 import { redact } from "../../skill/redact.ts";
 import { OngridError } from "../../skill/errors.ts";
-import type { NewToolCallRow, ToolCallRow } from "../db/schema/index.ts";
+import type { ToolCallRow } from "../db/schema/index.ts";
 import type { ChainInput } from "./chain.ts";
 import type { AuditRecord, AuditRow } from "./types.ts";
 
@@ -36,27 +36,30 @@ export function normalizeRecord(record: AuditRecord): StoredRecord {
   };
 }
 
-/** The insert row for a normalised record at its place in the chain. */
-export function toDbRow(row: AuditRow): NewToolCallRow {
+/**
+ * One row as the audit writer inserts it: an object keyed by column name, read back by
+ * `jsonb_to_recordset` (JSON null → SQL NULL, ISO timestamps → timestamptz).
+ */
+export function toInsertJson(row: AuditRow): Record<string, unknown> {
   return {
     seq: row.seq,
-    sessionId: row.sessionId,
-    toolName: row.toolName,
-    argsJson: row.args,
-    resultJson: row.result,
+    session_id: row.sessionId,
+    tool_name: row.toolName,
+    args_json: row.args,
+    result_json: row.result,
     error: row.error,
-    deviceId: row.deviceId,
-    startedAt: row.startedAt,
-    finishedAt: row.finishedAt,
-    durationMs: row.durationMs,
-    callerUserId: row.callerUserId,
-    callerRole: row.callerRole,
+    device_id: row.deviceId,
+    started_at: row.startedAt,
+    finished_at: row.finishedAt,
+    duration_ms: row.durationMs,
+    caller_user_id: row.callerUserId,
+    caller_role: row.callerRole,
     decision: row.decision,
-    decisionReason: row.decisionReason,
-    approvalId: row.approvalId,
-    sopHash: row.sopHash,
-    prevHash: row.prevHash,
-    rowHash: row.rowHash,
+    decision_reason: row.decisionReason,
+    approval_id: row.approvalId,
+    sop_hash: row.sopHash,
+    prev_hash: row.prevHash,
+    row_hash: row.rowHash,
   };
 }
 

@@ -55,6 +55,13 @@ describeBothBackends("openDatabase", (backend) => {
       expect(err.message).not.toContain("p4ss-w0rd");
     });
 
+    test("the serving pool bounds statement and lock waits", async () => {
+      const store = await backend.fresh();
+      const database = await store.open();
+      const [row] = (await database.db.execute(sql`select current_setting('statement_timeout') as st, current_setting('lock_timeout') as lt`)) as unknown as { st: string; lt: string }[];
+      expect(row).toEqual({ st: "30s", lt: "15s" });
+    });
+
     test("several managers opening the same fresh database concurrently migrate it once", async () => {
       const store = await backend.fresh();
       const opened = await Promise.all([store.open(), store.open(), store.open()]);

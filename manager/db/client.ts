@@ -125,7 +125,16 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
     await migrator.end({ timeout: 5 }).catch(() => undefined); // ending the session releases the lock
   }
 
-  const client = postgres(url, { ...connectionOptions, max: options.poolSize ?? 10, idle_timeout: 60, max_lifetime: 30 * 60 });
+  // Bounded waits on the serving pool: a stalled database or a stuck lock holder fails the query
+  // (callers get a clear error) instead of hanging every call behind it. Migrations above run
+  // without them.
+  const client = postgres(url, {
+    ...connectionOptions,
+    connection: { ...connectionOptions.connection, statement_timeout: 30_000, lock_timeout: 15_000 },
+    max: options.poolSize ?? 10,
+    idle_timeout: 60,
+    max_lifetime: 30 * 60,
+  });
   try {
     await client`select 1`;
   } catch (err) {

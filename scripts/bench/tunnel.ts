@@ -3,18 +3,27 @@
  * edge, and the compiled edge binary (size, start to connected, idle RSS) — each next to a bare
  * node:http2 baseline. Prints a table and writes JSON (scripts/bench/results/tunnel.json).
  *
- *   npm run bench:tunnel -- [--edges 2000] [--rt-iterations 2000] [--out FILE]
+ *   npm run bench:tunnel -- [--edges 2000] [--rt-iterations 2000] [--out FILE] [--manager-cpu-prof DIR]
+ *                        [--database-url postgres://…]
+ *
+ * The manager runs on embedded PGlite unless --database-url names a PostgreSQL server: the run then
+ * creates a database of its own there (ongrid_bench_<random>) and drops it at the end.
+ * --manager-cpu-prof writes a V8 CPU profile of the manager process (node --cpu-prof) into DIR.
  */
 import http2 from "node:http2";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { randomBytes } from "node:crypto";
+import postgres from "postgres";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { EdgeService } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { ExecuteSkillRequestSchema, SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { loadConfig } from "../../manager/config/load.ts";
+import { startManager } from "../../manager/main.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { buildEdge, nodeStartMs, startEdgeOnce } from "./lib/edge-binary.ts";
 import { attachGc, type GcReading } from "./lib/gc-rss.ts";
@@ -34,7 +43,13 @@ const KIB_TO_MB = 1024 / 1e6;
 
 function flags() {
   const { values } = parseArgs({
-    options: { edges: { type: "string", default: "2000" }, "rt-iterations": { type: "string", default: "2000" }, out: { type: "string" } },
+    options: {
+      edges: { type: "string", default: "2000" },
+      "rt-iterations": { type: "string", default: "2000" },
+      out: { type: "string" },
+      "manager-cpu-prof": { type: "string" },
+      "database-url": { type: "string", default: "" },
+    },
   });
   const int = (name: string, v: string, min: number) => {
     const n = Number(v);
@@ -45,22 +60,51 @@ function flags() {
     edges: int("edges", values.edges!, 1),
     rtIterations: int("rt-iterations", values["rt-iterations"]!, 10),
     out: resolve(values.out ?? join(HERE, "results", "tunnel.json")),
+    managerCpuProf: values["manager-cpu-prof"] ? resolve(values["manager-cpu-prof"]) : undefined,
+    databaseUrl: values["database-url"]!,
   };
 }
 
 const tmpDirs: string[] = [];
 const sessions: http2.ClientHttp2Session[] = [];
 let cleaning: Promise<void> | undefined;
+let dropDatabase: (() => Promise<void>) | undefined;
 /** Stops every process this run started and removes its temp dirs; safe to call twice. */
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     for (const s of sessions) s.destroy();
     await stopAll();
     for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+    await dropDatabase?.().catch((err: Error) => console.error(`bench: could not drop the bench database: ${err.message}`));
   })();
   return cleaning;
 }
 
+/** A database of the run's own on the given PostgreSQL server. */
+async function createBenchDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `ongrid_bench_${randomBytes(4).toString("hex")}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database ${name}`);
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    async drop() {
+      const again = postgres(serverUrl, { max: 1, onnotice: () => {} });
+      try {
+        await again.unsafe(`drop database if exists ${name} with (force)`);
+      } finally {
+        await again.end({ timeout: 5 });
+      }
+    },
+  };
+}
+
+const dbName = (url: string) => new URL(url).pathname.slice(1);
 const began = performance.now();
 const mib = (r?: { medianKb: number }) => (r ? (r.medianKb / 1024).toFixed(1) : "-");
 const log = (msg: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s] ${msg}`);
@@ -82,10 +126,17 @@ async function main(): Promise<number> {
   const bin = join(work, "ongrid-edge");
   const binMiB = buildEdge(ROOT, bin);
 
-  log("starting the manager (separate process, PGlite in a temp dir) and the bare http2 server");
-  const manager = start("manager", process.execPath, [join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", "0", "--data", join(work, "data")], {
+  let databaseUrl = "";
+  if (opt.databaseUrl) {
+    const db = await createBenchDatabase(opt.databaseUrl);
+    databaseUrl = db.url;
+    dropDatabase = db.drop;
+  }
+  log(`starting the manager (separate process, ${databaseUrl ? `PostgreSQL ${dbName(databaseUrl)}` : "PGlite in a temp dir"}) and the bare http2 server`);
+  const profile = opt.managerCpuProf ? ["--cpu-prof", `--cpu-prof-dir=${opt.managerCpuProf}`] : [];
+  const manager = start("manager", process.execPath, [...profile, join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", "0", "--data", join(work, "data")], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: "", ONGRID_LOG_LEVEL: "warn" },
+    env: { ...process.env, DATABASE_URL: databaseUrl, ONGRID_LOG_LEVEL: "warn" },
     needFds,
   });
   const url = (await waitForLine(manager, /listening on (https?:\/\/\S+)/, 60_000))[1];
@@ -130,6 +181,27 @@ async function main(): Promise<number> {
     const res = await unary(bareSession, "/echo", payload);
     if (res.status !== 200 || res.body.length !== payloadBytes) throw new Error(`bare echo answered ${res.status} with ${res.body.length} bytes`);
   });
+
+  // 1b. The tunnel round trip itself, manager → edge → manager: an execute frame down the stream and
+  // the result frame back, timed in the manager (one started in this process, so its hub can be
+  // called directly) against the simulated edge in its own process — one HTTP/2 exchange each way,
+  // as in the bare echo. Validation, gate and audit are the full round trip's (row above).
+  log(`tunnel round trip: ${warmup} warm-up + ${opt.rtIterations} sequential hub calls from a manager in this process to a simulated edge`);
+  const inproc = await startManager(
+    loadConfig({ env: {}, overrides: { "server.host": "127.0.0.1", "server.port": 0, data_dir: join(work, "inproc"), database_url: databaseUrl, log_level: "warn" } }),
+  );
+  const hubId = "bench-hub";
+  const hubToken = (await inproc.edges.enroll(hubId)).token;
+  const hubEdge = startWorker("hub-edge", join(HERE, "sim-edges.ts"));
+  const hubConn = await hubEdge.request<{ connected: number; errors: string[] }>({ cmd: "connect", url: inproc.url, edges: [{ id: hubId, token: hubToken }], labels: {}, parallel: 1 }, 60_000);
+  if (hubConn.connected !== 1) throw new Error(`the hub round-trip edge did not connect: ${hubConn.errors.join("; ")}`);
+  const hubRt = await timeSequential(opt.rtIterations, warmup, async () => {
+    const res = await inproc.hub.call(hubId, BENCH_SKILL, { text }, 10_000);
+    if (!res.success || res.output !== text) throw new Error(`unexpected hub result: ${JSON.stringify(res.error)}`);
+  });
+  await hubEdge.request({ cmd: "close" }, 10_000);
+  await stop(hubEdge);
+  await inproc.close();
 
   // 4. The edge binary (before the N edges connect, so the manager is quiet).
   log(`edge binary: ${EDGE_STARTS} starts to "online" (GetEdge every 10 ms), idle RSS 3 s after each`);
@@ -205,8 +277,10 @@ async function main(): Promise<number> {
   const perEdge = (a?: GcReading, b?: GcReading) => (a && b ? ((b.medianKb - a.medianKb) / N) * KIB_TO_KB : Number.NaN);
   const heapPerEdge = (a?: GcReading, b?: GcReading) => (a && b ? (b.memory.heapUsed - a.memory.heapUsed) / N / 1000 : Number.NaN);
   const rows: Row[] = [
-    ratioRow("execute round trip p50", "ms", quantile(rt, 0.5), quantile(bareRt, 0.5), 2),
-    infoRow("execute round trip p99", "ms", quantile(rt, 0.99), quantile(bareRt, 0.99)),
+    ratioRow("tunnel round trip manager→edge→manager p50", "ms", quantile(hubRt, 0.5), quantile(bareRt, 0.5), 2),
+    infoRow("tunnel round trip manager→edge→manager p99", "ms", quantile(hubRt, 0.99), quantile(bareRt, 0.99)),
+    infoRow("ExecuteSkill client→manager→edge→client p50 (validated, gated, audited)", "ms", quantile(rt, 0.5), quantile(bareRt, 0.5)),
+    infoRow("ExecuteSkill client→manager→edge→client p99", "ms", quantile(rt, 0.99), quantile(bareRt, 0.99)),
     ratioRow(`fan-out to ${N} edges, median of ${FAN_OUT_RUNS}`, "ms", median(fanRuns.map((r) => r.ms)), median(bareFan), 2),
     boundRow("manager RSS per idle edge, 3 s settle", "KB", mgrPerEdgeKb, barePerStreamKb, 45),
     boundRow("manager RSS per idle edge, forced full GC", "KB", perEdge(mgrBeforeGc, mgrAfterGc), perEdge(bareBeforeGc, bareAfterGc), 45),
@@ -231,11 +305,12 @@ async function main(): Promise<number> {
       open_files: lim,
       load_average: { before: loadBefore, after: loadAfter },
     },
-    params: { edges: N, rt_iterations: opt.rtIterations, rt_warmup: warmup, rt_payload_bytes: payloadBytes, fan_out_runs: FAN_OUT_RUNS, edge_starts: EDGE_STARTS },
+    params: { database: databaseUrl ? "postgresql" : "pglite", edges: N, rt_iterations: opt.rtIterations, rt_warmup: warmup, rt_payload_bytes: payloadBytes, fan_out_runs: FAN_OUT_RUNS, edge_starts: EDGE_STARTS },
     units: { KB: "1000 bytes (VmRSS KiB × 1.024)", MB: "10^6 bytes", MiB: "2^20 bytes" },
     metrics: rows,
     details: {
       enrol_ms: enrolMs,
+      tunnel_round_trip_ms: { ongrid: { p50: quantile(hubRt, 0.5), p90: quantile(hubRt, 0.9), p99: quantile(hubRt, 0.99), max: Math.max(...hubRt) } },
       round_trip_ms: { ongrid: { p50: quantile(rt, 0.5), p90: quantile(rt, 0.9), p99: quantile(rt, 0.99), max: Math.max(...rt) }, baseline: { p50: quantile(bareRt, 0.5), p90: quantile(bareRt, 0.9), p99: quantile(bareRt, 0.99), max: Math.max(...bareRt) } },
       fan_out: { ongrid_runs: fanRuns, baseline_runs_ms: bareFan, sim_edges: { connect_ms: simConn.ms, ...simStats } },
       rss_kib: {
