@@ -1,19 +1,14 @@
 /** Turns the skill metadata an edge reported in its hello into a Skill the manager can list, validate and gate. */
 import { OngridError, SkillError } from "../../skill/errors.ts";
 import { buildSkill } from "../../skill/registry.ts";
-import { classifyCommand } from "../../skill/risk.ts";
-import type { ParamSchema, ParamSpec, Skill, SkillClass } from "../../skill/types.ts";
+import { riskFromClassifier } from "../../skill/risk-classifier.ts";
+import type { ParamSchema, ParamSpec, Skill } from "../../skill/types.ts";
 import { ParamType, type Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { createHash } from "node:crypto";
 import { toBinary } from "@bufbuild/protobuf";
 import { classFromProto } from "../../skill/proto.ts";
 import { MetadataSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
-
-/** Classifiers the manager knows by name: a dynamic-risk skill names one in its metadata. */
-const RISK_CLASSIFIERS: Record<string, (value: unknown) => SkillClass> = {
-  shell_command: (v) => (typeof v === "string" ? classifyCommand(v).class : "dangerous"),
-};
 
 const TYPES: Partial<Record<ParamType, ParamSpec["type"]>> = {
   [ParamType.STRING]: "string",
@@ -24,20 +19,6 @@ const TYPES: Partial<Record<ParamType, ParamSpec["type"]>> = {
   [ParamType.DURATION]: "duration",
   [ParamType.STRING_LIST]: "string_list",
 };
-
-/** The risk function for a classifier reference; unknown references are refused at hello. */
-export function riskFromClassifier(ref: string, key: string): ((p: Record<string, unknown>) => SkillClass) | undefined {
-  if (!ref) return undefined;
-  const [name, param] = ref.split(":");
-  const classify = Object.hasOwn(RISK_CLASSIFIERS, name) ? RISK_CLASSIFIERS[name] : undefined;
-  if (!classify || !param) {
-    throw new OngridError(
-      "invalid_argument",
-      `skill "${key}": risk_classifier "${ref}" is not one of ${Object.keys(RISK_CLASSIFIERS).map((n) => `${n}:<param>`).join(", ")}`,
-    );
-  }
-  return (p) => classify(p[param]);
-}
 
 /**
  * The builtins every edge binary ships, built from the manager's own copy: for these keys the

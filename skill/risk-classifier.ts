@@ -1,0 +1,26 @@
+/** Named risk classifiers (A6): a dynamic-risk skill names one in its metadata ("<classifier>:<param>"), so either side can gate its calls. */
+import { OngridError } from "./errors.ts";
+import { classifyCommand } from "./risk.ts";
+import type { SkillClass } from "./types.ts";
+
+/** Classifiers known by name. */
+const RISK_CLASSIFIERS: Record<string, (value: unknown) => SkillClass> = {
+  shell_command: (v) => (typeof v === "string" ? classifyCommand(v).class : "dangerous"),
+};
+
+/** Names of the known classifiers, for messages and docs. */
+export const RISK_CLASSIFIER_NAMES: readonly string[] = Object.keys(RISK_CLASSIFIERS);
+
+/** The risk function for a classifier reference ("" → none); an unknown reference is refused. */
+export function riskFromClassifier(ref: string, key: string): ((p: Record<string, unknown>) => SkillClass) | undefined {
+  if (!ref) return undefined;
+  const [name, param] = ref.split(":");
+  const classify = Object.hasOwn(RISK_CLASSIFIERS, name) ? RISK_CLASSIFIERS[name] : undefined;
+  if (!classify || !param) {
+    throw new OngridError(
+      "invalid_argument",
+      `skill "${key}": risk_classifier "${ref}" is not one of ${RISK_CLASSIFIER_NAMES.map((n) => `${n}:<param>`).join(", ")}`,
+    );
+  }
+  return (p) => classify(p[param]);
+}
