@@ -1,6 +1,7 @@
 /** What an edge agent is, assembled once: its builtin skills, identity and settings; used by the binary and by `--local-edge`. */
 import { arch, hostname, platform } from "node:os";
 import type { Logger } from "pino";
+import { createPackSet, type PackSet } from "../skill/pack/loader.ts";
 import { createRegistry } from "../skill/registry.ts";
 import { EDGE_BUILTINS } from "./builtin/index.ts";
 import type { EdgeRuntime } from "./tunnel/session.ts";
@@ -17,13 +18,37 @@ export interface EdgeRuntimeOptions {
   concurrency: number;
   outputCapBytes: number;
   log: Logger;
+  /** Directories of subprocess packs (E2), loaded as host skills; none by default. */
+  packDirs?: string[];
 }
 
-/** Registers every builtin and describes this host. */
-export function createEdgeRuntime(o: EdgeRuntimeOptions): EdgeRuntime {
+/** A runtime and, when pack directories are configured, its packs. */
+export type EdgeRuntimeWithPacks = EdgeRuntime & { packs?: PackSet };
+
+/** Registers every builtin and the configured packs, and describes this host. */
+export function createEdgeRuntime(o: EdgeRuntimeOptions): EdgeRuntimeWithPacks {
   const registry = createRegistry({ log: o.log });
   for (const def of EDGE_BUILTINS) registry.register(def);
+  const listeners = new Set<() => void>();
+  let packs: PackSet | undefined;
+  if (o.packDirs?.length) {
+    packs = createPackSet({
+      dirs: o.packDirs,
+      scope: "host",
+      registry,
+      log: o.log,
+      onChange: () => {
+        for (const l of listeners) l();
+      },
+    });
+    packs.rescan();
+  }
   return {
+    packs,
+    onSkillsChanged(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     id: o.id,
     version: EDGE_VERSION,
     hostname: hostname(),

@@ -19,6 +19,8 @@ export interface LocalEdgeOptions {
   outputCapBytes: number;
   /** PEM file the manager serves (trusted by the local edge when the manager uses TLS). */
   tlsCert?: string;
+  /** Pack directories of the local edge (packs.local_edge_dirs). */
+  packDirs?: string[];
 }
 
 /**
@@ -38,9 +40,17 @@ export async function startLocalEdge(o: LocalEdgeOptions): Promise<{ id: string;
     concurrency: 8,
     outputCapBytes: o.outputCapBytes,
     log: o.log.child({ local_edge: id }),
+    packDirs: o.packDirs,
   });
+  const stopWatching = runtime.packs?.watch();
   const stop = new AbortController();
   const transport = createGrpcTransport({ baseUrl: o.url, nodeOptions: o.tlsCert ? { ca: readFileSync(o.tlsCert) } : undefined });
   void dialForever(transport, token, runtime, { baseMs: 250, maxMs: 5000 }, stop.signal);
-  return { id, stop: () => stop.abort() };
+  return {
+    id,
+    stop: () => {
+      stopWatching?.();
+      stop.abort();
+    },
+  };
 }

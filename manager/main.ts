@@ -1,6 +1,7 @@
 /** Assembles a manager: configuration → database → audit log → registry → dispatcher → one port. */
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Interceptor } from "@connectrpc/connect";
+import { createPackSet, type PackSet } from "../skill/pack/loader.ts";
 import pino, { type Logger } from "pino";
 import type { SkillRegistry } from "../skill/registry.ts";
 import { openDatabase, type Database } from "./db/client.ts";
@@ -30,6 +31,8 @@ export interface Manager {
   dispatcher: Dispatcher;
   hub: Hub;
   edges: EdgeStore;
+  /** Skill packs of the manager (packs.dirs), when configured. */
+  packs?: PackSet;
   database: Database;
   log: Logger;
   close(): Promise<void>;
@@ -38,6 +41,11 @@ export interface Manager {
 /** Creates the logger every part of the manager shares (JSON lines on stderr). */
 export function createLogger(level: ManagerConfig["log_level"]): Logger {
   return pino({ level, base: { svc: "ongrid-manager" } }, pino.destination(2));
+}
+
+/** A ':'-separated directory list from the config; empty entries dropped. */
+export function splitDirs(value: string): string[] {
+  return value.split(":").map((d) => d.trim()).filter(Boolean);
 }
 
 /** Opens storage and the registry without listening: what the CLI needs to run skills in process. */
@@ -55,7 +63,10 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     outputCapBytes: config.skills.output_cap_bytes,
   });
   const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges });
-  return { registry, database, audit, dispatcher, hub, edges };
+  const packDirs = splitDirs(config.packs.dirs);
+  const packs = packDirs.length ? createPackSet({ dirs: packDirs, scope: "manager", registry, log }) : undefined;
+  packs?.rescan();
+  return { registry, database, audit, dispatcher, hub, edges, packs };
 }
 
 /** Starts a manager on the configured port. */
@@ -112,6 +123,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     await core.database.close();
     throw err;
   }
+  const stopWatching = config.packs.watch ? core.packs?.watch() : undefined;
   log.info({ url: listener.url, tls: listener.tls, db: core.database.kind, skills: core.registry.size }, "manager listening");
   return {
     url: listener.url,
@@ -119,6 +131,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     ...core,
     log,
     async close() {
+      stopWatching?.();
       core.hub.closeAll();
       await listener.close();
       await core.dispatcher.drain();

@@ -29,6 +29,8 @@ export interface EdgeRuntime {
   concurrency: number;
   outputCapBytes: number;
   log: Logger;
+  /** Subscribes to changes of the registry after start (pack rescans); returns the unsubscribe function. */
+  onSkillsChanged?: (listener: () => void) => () => void;
 }
 
 /** How a session ended. */
@@ -114,6 +116,15 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
     },
   });
 
+  // The manager reads nothing but hello until it has welcomed us: a change before then is sent
+  // right after welcome; later ones as they happen.
+  let skillsChangedEarly = false;
+  const sendInventory = () => out.push({ frame: { case: "inventory", value: { skills: rt.registry.list().map((s) => metadataToProto(s)) } } });
+  const unsubscribe = rt.onSkillsChanged?.(() => {
+    if (welcomed) sendInventory();
+    else skillsChangedEarly = true;
+  });
+
   const send = (callId: string, r: ResultEnvelope) =>
     out.push({
       frame: {
@@ -193,6 +204,7 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
           const every = Math.max(100, f.value.heartbeatIntervalMs || 5000);
           heartbeat = setInterval(() => onHeartbeatTimer(every), every);
           rt.log.info({ manager_version: f.value.managerVersion, heartbeat_ms: every }, "connected to the manager");
+          if (skillsChangedEarly) sendInventory();
           break;
         }
         case "execute":
@@ -212,6 +224,7 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
   } finally {
     clearTimeout(welcomeTimer);
     clearInterval(heartbeat);
+    unsubscribe?.();
     signal.removeEventListener("abort", onOuterAbort);
     out.close();
     for (const ctl of running.values()) ctl.abort(new Error("tunnel closed"));

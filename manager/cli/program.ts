@@ -3,11 +3,12 @@ import { Command, CommanderError } from "commander";
 import { OngridError } from "../../skill/errors.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { loadConfig, configReference } from "../config/load.ts";
-import { startManager, MANAGER_VERSION } from "../main.ts";
+import { splitDirs, startManager, MANAGER_VERSION } from "../main.ts";
 import { startLocalEdge } from "../local-edge.ts";
 import { skillsCommand } from "./skills.ts";
 import { auditCommand } from "./audit.ts";
 import { edgeCommand } from "./edge.ts";
+import { packsCommand } from "./packs.ts";
 
 function managerCommand(): Command {
   return new Command("manager")
@@ -18,6 +19,7 @@ function managerCommand(): Command {
     .option("--data <dir>", "data directory for the embedded database (data_dir)")
     .option("--local-edge", "also run an edge agent for this host inside the manager (what `npm start` does)")
     .option("--local-edge-root <dir>", "directory the local edge's tail_file/host_files may read (repeatable; default /var/log)", (v: string, acc: string[]) => [...acc, v], [])
+    .option("--local-edge-packs <dirs>", "pack directories of the local edge, ':'-separated (packs.local_edge_dirs); `npm start` passes skill-packs")
     .option("--print-config-reference", "print every config key with its default and environment variable, then exit")
     .action(async (opts) => {
       if (opts.printConfigReference) {
@@ -26,7 +28,7 @@ function managerCommand(): Command {
       }
       const config = loadConfig({
         file: opts.config,
-        overrides: { "server.host": opts.host, "server.port": opts.port, data_dir: opts.data },
+        overrides: { "server.host": opts.host, "server.port": opts.port, data_dir: opts.data, "packs.local_edge_dirs": opts.localEdgePacks },
       });
       const manager = await startManager(config);
       console.log(`ongrid manager ${MANAGER_VERSION} listening on ${manager.url} (database: ${manager.database.kind}${manager.database.kind === "pglite" ? ` in ${config.data_dir}` : ""})`);
@@ -39,6 +41,7 @@ function managerCommand(): Command {
           allowedRoots: opts.localEdgeRoot.length ? opts.localEdgeRoot : ["/var/log"],
           outputCapBytes: config.skills.output_cap_bytes,
           tlsCert: config.server.tls_cert || undefined,
+          packDirs: splitDirs(config.packs.local_edge_dirs),
         }).catch((err) => {
           console.error(`ongrid: local edge not started: ${(err as Error).message}${(err as OngridError).hint ? `\nhint: ${(err as OngridError).hint}` : ""}`);
           return undefined;
@@ -60,6 +63,11 @@ function managerCommand(): Command {
           },
         );
       };
+      process.on("SIGHUP", () => {
+        if (!manager.packs) return manager.log.info("SIGHUP: no pack directories configured (packs.dirs)");
+        const r = manager.packs.rescan();
+        manager.log.info({ loaded: r.loaded.length, problems: r.problems.length }, "SIGHUP: skill packs rescanned");
+      });
       process.on("SIGINT", () => stop("SIGINT"));
       process.on("SIGTERM", () => stop("SIGTERM"));
     });
@@ -76,6 +84,7 @@ export function buildProgram(): Command {
   program.addCommand(skillsCommand());
   program.addCommand(auditCommand());
   program.addCommand(edgeCommand());
+  program.addCommand(packsCommand());
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

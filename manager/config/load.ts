@@ -45,6 +45,13 @@ function setPath(obj: Record<string, any>, path: string[], value: unknown): void
 
 /** Environment and flag values are strings; integers are converted here, and a bad one is reported with the rest. */
 function coerce(leaf: Leaf, raw: string, source: string, problems: string[]): unknown {
+  if (leaf.type === "boolean") {
+    const v = raw.trim().toLowerCase();
+    if (v === "true" || v === "1" || v === "yes") return true;
+    if (v === "false" || v === "0" || v === "no") return false;
+    problems.push(`${leaf.path.join(".")}: must be true or false (rule: type; set by ${source}, got "${raw}")`);
+    return undefined;
+  }
   if (leaf.type !== "integer") return raw;
   if (!/^-?\d+$/.test(raw.trim())) {
     problems.push(`${leaf.path.join(".")}: must be integer (rule: type; set by ${source}, got "${raw}")`);
@@ -115,7 +122,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
     if (v !== undefined) setPath(doc, leaf.path, v);
     sources.set(key, `command-line flag`);
   }
-  for (const section of ["server", "tunnel", "skills"]) if (doc[section] === undefined) doc[section] = {};
+  for (const section of ["server", "tunnel", "packs", "skills"]) if (doc[section] === undefined) doc[section] = {};
   if (doc.skills && typeof doc.skills === "object" && doc.skills.web_search === undefined) doc.skills.web_search = {};
   if (!validate(doc) || problems.length) {
     const lines = [...problems, ...(validate.errors ?? []).map((e) => describe(e, sources))];

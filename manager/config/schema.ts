@@ -27,6 +27,15 @@ export const CONFIG_SCHEMA = {
     data_dir: { type: "string", minLength: 1, default: "./data", description: "Directory for the embedded PGlite database (used when database_url is empty).", env: "ONGRID_DATA_DIR" },
     database_url: { type: "string", default: "", pattern: "^$|^postgres(ql)?://", description: "PostgreSQL URL (postgres://user:pass@host:port/db); empty uses embedded PGlite in data_dir.", env: "DATABASE_URL" },
     log_level: { type: "string", enum: ["trace", "debug", "info", "warn", "error", "fatal", "silent"], default: "info", description: "Log level (logs are JSON lines on stderr).", env: "ONGRID_LOG_LEVEL" },
+    packs: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        dirs: { type: "string", default: "", description: "Directories of subprocess skill packs (skill.json + executable) loaded as manager skills, separated by ':'; rescanned on change, on SIGHUP and by `ongrid packs rescan`.", env: "ONGRID_PACK_DIRS" },
+        watch: { type: "boolean", default: true, description: "Rescan packs.dirs when a file under them changes (inotify); false leaves SIGHUP and `ongrid packs rescan`.", env: "ONGRID_PACK_WATCH" },
+        local_edge_dirs: { type: "string", default: "", description: "Pack directories for the local edge that `--local-edge` starts, separated by ':' (host skills).", env: "ONGRID_LOCAL_EDGE_PACK_DIRS" },
+      },
+    },
     skills: {
       type: "object",
       additionalProperties: false,
@@ -55,6 +64,7 @@ export interface ManagerConfig {
   data_dir: string;
   database_url: string;
   log_level: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+  packs: { dirs: string; watch: boolean; local_edge_dirs: string };
   skills: {
     default_timeout: string;
     max_timeout: string;

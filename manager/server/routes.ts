@@ -11,9 +11,10 @@ import { EdgeService } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { createEdgeService } from "./edge-service.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import type { EdgeStore } from "../edges/store.ts";
+import type { PackSet } from "../../skill/pack/loader.ts";
 
 /** The routes function for connectNodeAdapter. */
-export function routes(deps: { registry: SkillRegistry; audit: AuditLog; dispatcher: Dispatcher; hub: Hub; edges: EdgeStore }) {
+export function routes(deps: { registry: SkillRegistry; audit: AuditLog; dispatcher: Dispatcher; hub: Hub; edges: EdgeStore; packs?: PackSet }) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));
     router.service(AuditService, createAuditService(deps));

@@ -7,7 +7,10 @@ import { fanOut } from "../dispatch/fan-out.ts";
 import { listInventory } from "../registry/inventory.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { classFromProto, metadataToProto, resultToProto, scopeFromProto } from "./convert.ts";
-import { callerOf } from "./caller.ts";
+import { callerOf, requireLocalAdmin } from "./caller.ts";
+import { OngridError } from "../../skill/errors.ts";
+import type { PackSet } from "../../skill/pack/loader.ts";
+import { formatProblem } from "../../skill/pack/manifest.ts";
 
 /** The params of an execute or fan-out request, as the dispatcher takes them. */
 function paramsOf(input: ExecuteSkillRequest["input"]): { params?: unknown; paramsJson?: string } {
@@ -15,9 +18,17 @@ function paramsOf(input: ExecuteSkillRequest["input"]): { params?: unknown; para
 }
 
 /** Builds the SkillService implementation over the registry, the hub and the dispatcher. */
-export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher }): ServiceImpl<typeof SkillService> {
-  const { registry, hub, dispatcher } = deps;
+export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; packs?: PackSet }): ServiceImpl<typeof SkillService> {
+  const { registry, hub, dispatcher, packs } = deps;
   return {
+    rescanPacks(_req, ctx) {
+      requireLocalAdmin(ctx, "RescanPacks");
+      if (!packs) {
+        throw new OngridError("failed_precondition", "this manager has no skill pack directories configured", "set packs.dirs (ONGRID_PACK_DIRS) and restart the manager");
+      }
+      const r = packs.rescan();
+      return { added: r.added, changed: r.changed, removed: r.removed, loaded: r.loaded, problems: r.problems.map(formatProblem) };
+    },
     listSkills(req) {
       const entries = listInventory(registry, hub, {
         scope: scopeFromProto(req.scope),

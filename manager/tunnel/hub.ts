@@ -13,7 +13,7 @@ import { redact } from "../../skill/redact.ts";
 import { truncateOutput } from "../../skill/truncate.ts";
 import type { ResultEnvelope, Skill } from "../../skill/types.ts";
 import { ConnectRequestSchema, ConnectResponseSchema, type Hello } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
-import { MetadataSchema, type SkillResult } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { MetadataSchema, type Metadata, type SkillResult } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import type { EdgeStore } from "../edges/store.ts";
 import { acceptBidi, checkGrpcRequest, refuse, type GrpcBidiCall } from "./grpc-stream.ts";
 import { skillFromMetadata } from "./remote-skill.ts";
@@ -71,7 +71,8 @@ interface Pending {
 export interface EdgeSession {
   readonly edgeId: string;
   readonly hello: Hello;
-  readonly skills: ReadonlyMap<string, Skill>;
+  /** What the edge offers now: from hello, replaced by each inventory frame (pack rescans). */
+  skills: ReadonlyMap<string, Skill>;
   readonly connectedAt: Date;
   lastHeard: number;
 }
@@ -166,6 +167,8 @@ export function createHub(opts: HubOptions) {
           session.pending.delete(f.value.callId);
           clearTimeout(p.timer);
           p.resolve(envelopeFrom(f.value.result, session.edgeId, opts.outputCapBytes));
+        } else if (f.case === "inventory") {
+          replaceInventory(session, f.value.skills);
         } else if (f.case === "hello") {
           session.close({ code: Code.InvalidArgument, message: "hello may only be sent once" });
         }
@@ -199,12 +202,9 @@ export function createHub(opts: HubOptions) {
     }
     if (call.closed) return undefined;
     opening.get(enrolledId)?.delete(call);
-    const skills = new Map<string, Skill>();
+    let skills: Map<string, Skill>;
     try {
-      for (const m of hello.skills) {
-        if (skills.has(m.key)) throw new OngridError("invalid_argument", `skill "${m.key}" is offered twice`);
-        skills.set(m.key, skillFromMetadata(m));
-      }
+      skills = skillsFrom(hello.skills);
     } catch (err) {
       call.end({ code: Code.InvalidArgument, message: `hello refused: ${(err as Error).message}` });
       return undefined;
@@ -255,6 +255,32 @@ export function createHub(opts: HubOptions) {
       .catch((err) => log.error({ err: String(err), edge: enrolledId }, "could not record edge presence"));
     log.info({ edge: enrolledId, version: hello.version, skills: skills.size }, "edge connected");
     return session;
+  }
+
+  /** The manager-side skills for an edge's metadata list; throws invalid_argument on a defect. */
+  function skillsFrom(list: Metadata[]): Map<string, Skill> {
+    if (list.length > MAX_SKILLS_PER_EDGE) throw new OngridError("invalid_argument", `at most ${MAX_SKILLS_PER_EDGE} skills per edge, got ${list.length}`);
+    const skills = new Map<string, Skill>();
+    for (const m of list) {
+      if (skills.has(m.key)) throw new OngridError("invalid_argument", `skill "${m.key}" is offered twice`);
+      skills.set(m.key, skillFromMetadata(m));
+    }
+    return skills;
+  }
+
+  /** An inventory frame: the edge's skill set changed without a reconnect. A defective one ends the session, as a bad hello would. */
+  function replaceInventory(session: LiveSession, list: Metadata[]): void {
+    try {
+      session.skills = skillsFrom(list);
+    } catch (err) {
+      session.close({ code: Code.InvalidArgument, message: `inventory refused: ${(err as Error).message}` });
+      return;
+    }
+    const h = session.hello;
+    store
+      .markOnline(session.edgeId, { version: h.version, hostname: h.hostname, os: h.os, labels: { ...h.labels }, skills: list.map((m) => toJson(MetadataSchema, m)) })
+      .catch((err) => log.error({ err: String(err), edge: session.edgeId }, "could not record the edge's new skills"));
+    log.info({ edge: session.edgeId, skills: session.skills.size }, "edge skills changed");
   }
 
   function drop(session: LiveSession, reason: string): void {

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/skill_service.proto.
  */
 export const file_ongrid_v1_skill_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKmAQoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA1CBwoFaW5wdXQiUQoURXhlY3V0ZVNraWxsUmVzcG9uc2USJgoGcmVzdWx0GAEgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0EhEKCWF1ZGl0X3NlcRgCIAEoBCLBAQoSRmFuT3V0U2tpbGxSZXF1ZXN0EgsKA2tleRgBIAEoCRIpCgZwYXJhbXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASFQoLcGFyYW1zX2pzb24YAyABKAlIABIQCghlZGdlX2lkcxgEIAMoCRIQCghzZWxlY3RvchgFIAEoCRIbChNwZXJfZWRnZV90aW1lb3V0X21zGAYgASgNEhIKCnNlc3Npb25faWQYByABKAlCBwoFaW5wdXQifwoTRmFuT3V0U2tpbGxSZXNwb25zZRIyCgtlZGdlX3Jlc3VsdBgBIAEoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0SAASKwoHc3VtbWFyeRgCIAEoCzIYLm9uZ3JpZC52MS5GYW5PdXRTdW1tYXJ5SABCBwoFZXZlbnQihAEKEEZhbk91dEVkZ2VSZXN1bHQSDwoHZWRnZV9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSJAoFZXJyb3IYAyABKAsyFS5vbmdyaWQudjEuU2tpbGxFcnJvchIRCglhdWRpdF9zZXEYBCABKAQibAoNRmFuT3V0U3VtbWFyeRIQCgh0YXJnZXRlZBgBIAEoDRIRCglzdWNjZWVkZWQYAiABKA0SDgoGZmFpbGVkGAMgASgNEhEKCXRpbWVkX291dBgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoDTLJAgoMU2tpbGxTZXJ2aWNlEk4KCkxpc3RTa2lsbHMSHC5vbmdyaWQudjEuTGlzdFNraWxsc1JlcXVlc3QaHS5vbmdyaWQudjEuTGlzdFNraWxsc1Jlc3BvbnNlIgOQAgESSAoIR2V0U2tpbGwSGi5vbmdyaWQudjEuR2V0U2tpbGxSZXF1ZXN0Ghsub25ncmlkLnYxLkdldFNraWxsUmVzcG9uc2UiA5ACARJPCgxFeGVjdXRlU2tpbGwSHi5vbmdyaWQudjEuRXhlY3V0ZVNraWxsUmVxdWVzdBofLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXNwb25zZRJOCgtGYW5PdXRTa2lsbBIdLm9uZ3JpZC52MS5GYW5PdXRTa2lsbFJlcXVlc3QaHi5vbmdyaWQudjEuRmFuT3V0U2tpbGxSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_struct, file_ongrid_v1_skill]);
+  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKmAQoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA1CBwoFaW5wdXQiUQoURXhlY3V0ZVNraWxsUmVzcG9uc2USJgoGcmVzdWx0GAEgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0EhEKCWF1ZGl0X3NlcRgCIAEoBCLBAQoSRmFuT3V0U2tpbGxSZXF1ZXN0EgsKA2tleRgBIAEoCRIpCgZwYXJhbXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASFQoLcGFyYW1zX2pzb24YAyABKAlIABIQCghlZGdlX2lkcxgEIAMoCRIQCghzZWxlY3RvchgFIAEoCRIbChNwZXJfZWRnZV90aW1lb3V0X21zGAYgASgNEhIKCnNlc3Npb25faWQYByABKAlCBwoFaW5wdXQifwoTRmFuT3V0U2tpbGxSZXNwb25zZRIyCgtlZGdlX3Jlc3VsdBgBIAEoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0SAASKwoHc3VtbWFyeRgCIAEoCzIYLm9uZ3JpZC52MS5GYW5PdXRTdW1tYXJ5SABCBwoFZXZlbnQihAEKEEZhbk91dEVkZ2VSZXN1bHQSDwoHZWRnZV9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSJAoFZXJyb3IYAyABKAsyFS5vbmdyaWQudjEuU2tpbGxFcnJvchIRCglhdWRpdF9zZXEYBCABKAQibAoNRmFuT3V0U3VtbWFyeRIQCgh0YXJnZXRlZBgBIAEoDRIRCglzdWNjZWVkZWQYAiABKA0SDgoGZmFpbGVkGAMgASgNEhEKCXRpbWVkX291dBgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoDSIUChJSZXNjYW5QYWNrc1JlcXVlc3QiaAoTUmVzY2FuUGFja3NSZXNwb25zZRINCgVhZGRlZBgBIAMoCRIPCgdjaGFuZ2VkGAIgAygJEg8KB3JlbW92ZWQYAyADKAkSDgoGbG9hZGVkGAQgAygJEhAKCHByb2JsZW1zGAUgAygJMpcDCgxTa2lsbFNlcnZpY2USTgoKTGlzdFNraWxscxIcLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVxdWVzdBodLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVzcG9uc2UiA5ACARJICghHZXRTa2lsbBIaLm9uZ3JpZC52MS5HZXRTa2lsbFJlcXVlc3QaGy5vbmdyaWQudjEuR2V0U2tpbGxSZXNwb25zZSIDkAIBEk8KDEV4ZWN1dGVTa2lsbBIeLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXF1ZXN0Gh8ub25ncmlkLnYxLkV4ZWN1dGVTa2lsbFJlc3BvbnNlEk4KC0Zhbk91dFNraWxsEh0ub25ncmlkLnYxLkZhbk91dFNraWxsUmVxdWVzdBoeLm9uZ3JpZC52MS5GYW5PdXRTa2lsbFJlc3BvbnNlMAESTAoLUmVzY2FuUGFja3MSHS5vbmdyaWQudjEuUmVzY2FuUGFja3NSZXF1ZXN0Gh4ub25ncmlkLnYxLlJlc2NhblBhY2tzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_ongrid_v1_skill]);
 
 /**
  * ListSkillsRequest filters the listing; empty fields match everything.
@@ -414,6 +414,70 @@ export const FanOutSummarySchema: GenMessage<FanOutSummary> = /*@__PURE__*/
   messageDesc(file_ongrid_v1_skill_service, 9);
 
 /**
+ * RescanPacksRequest has no fields: the manager rescans its configured directories.
+ *
+ * @generated from message ongrid.v1.RescanPacksRequest
+ */
+export type RescanPacksRequest = Message<"ongrid.v1.RescanPacksRequest"> & {
+};
+
+/**
+ * Describes the message ongrid.v1.RescanPacksRequest.
+ * Use `create(RescanPacksRequestSchema)` to create a new message.
+ */
+export const RescanPacksRequestSchema: GenMessage<RescanPacksRequest> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_skill_service, 10);
+
+/**
+ * RescanPacksResponse says what the rescan changed and what it refused.
+ *
+ * @generated from message ongrid.v1.RescanPacksResponse
+ */
+export type RescanPacksResponse = Message<"ongrid.v1.RescanPacksResponse"> & {
+  /**
+   * Keys of pack skills registered for the first time.
+   *
+   * @generated from field: repeated string added = 1;
+   */
+  added: string[];
+
+  /**
+   * Keys of pack skills whose manifest changed.
+   *
+   * @generated from field: repeated string changed = 2;
+   */
+  changed: string[];
+
+  /**
+   * Keys of pack skills that are gone.
+   *
+   * @generated from field: repeated string removed = 3;
+   */
+  removed: string[];
+
+  /**
+   * Keys of every pack skill registered after the rescan.
+   *
+   * @generated from field: repeated string loaded = 4;
+   */
+  loaded: string[];
+
+  /**
+   * Each refused manifest or skill: "<file>: <field>: <message> (rule: <rule>)".
+   *
+   * @generated from field: repeated string problems = 5;
+   */
+  problems: string[];
+};
+
+/**
+ * Describes the message ongrid.v1.RescanPacksResponse.
+ * Use `create(RescanPacksResponseSchema)` to create a new message.
+ */
+export const RescanPacksResponseSchema: GenMessage<RescanPacksResponse> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_skill_service, 11);
+
+/**
  * SkillService lists skills and executes them; every execution writes one audit row.
  *
  * @generated from service ongrid.v1.SkillService
@@ -459,6 +523,17 @@ export const SkillService: GenService<{
     methodKind: "server_streaming";
     input: typeof FanOutSkillRequestSchema;
     output: typeof FanOutSkillResponseSchema;
+  },
+  /**
+   * RescanPacks reads the manager's skill pack directories again: new packs are added, changed
+   * ones replaced, removed ones unregistered. Administrators only.
+   *
+   * @generated from rpc ongrid.v1.SkillService.RescanPacks
+   */
+  rescanPacks: {
+    methodKind: "unary";
+    input: typeof RescanPacksRequestSchema;
+    output: typeof RescanPacksResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ongrid_v1_skill_service, 0);

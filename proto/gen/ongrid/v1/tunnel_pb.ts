@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/tunnel.proto.
  */
 export const file_ongrid_v1_tunnel: GenFile = /*@__PURE__*/
-  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEikwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SABCBwoFZnJhbWUiuAEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAQgcKBWZyYW1lIskBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlIKB1dlbGNvbWUSDwoHZWRnZV9pZBgBIAEoCRIXCg9tYW5hZ2VyX3ZlcnNpb24YAiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAMgASgNImQKB0V4ZWN1dGUSDwoHY2FsbF9pZBgBIAEoCRILCgNrZXkYAiABKAkSJwoGcGFyYW1zGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgp0aW1lb3V0X21zGAQgASgNIkgKDUV4ZWN1dGVSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQiKQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIiQKCUhlYXJ0YmVhdBIXCg9zZW50X2F0X3VuaXhfbXMYASABKAMyWQoRRWRnZVR1bm5lbFNlcnZpY2USRAoHQ29ubmVjdBIZLm9uZ3JpZC52MS5Db25uZWN0UmVxdWVzdBoaLm9uZ3JpZC52MS5Db25uZWN0UmVzcG9uc2UoATABYgZwcm90bzM", [file_google_protobuf_struct, file_ongrid_v1_skill]);
+  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEiwwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SAASLgoJaW52ZW50b3J5GAQgASgLMhkub25ncmlkLnYxLlNraWxsSW52ZW50b3J5SABCBwoFZnJhbWUiuAEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAQgcKBWZyYW1lIskBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjUKDlNraWxsSW52ZW50b3J5EiMKBnNraWxscxgBIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSJSCgdXZWxjb21lEg8KB2VkZ2VfaWQYASABKAkSFwoPbWFuYWdlcl92ZXJzaW9uGAIgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoDSJkCgdFeGVjdXRlEg8KB2NhbGxfaWQYASABKAkSCwoDa2V5GAIgASgJEicKBnBhcmFtcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgEIAEoDSJICg1FeGVjdXRlUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0IikKBkNhbmNlbBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIkCglIZWFydGJlYXQSFwoPc2VudF9hdF91bml4X21zGAEgASgDMlkKEUVkZ2VUdW5uZWxTZXJ2aWNlEkQKB0Nvbm5lY3QSGS5vbmdyaWQudjEuQ29ubmVjdFJlcXVlc3QaGi5vbmdyaWQudjEuQ29ubmVjdFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_google_protobuf_struct, file_ongrid_v1_skill]);
 
 /**
  * ConnectRequest is one frame from the edge to the manager.
@@ -50,6 +50,14 @@ export type ConnectRequest = Message<"ongrid.v1.ConnectRequest"> & {
      */
     value: Heartbeat;
     case: "heartbeat";
+  } | {
+    /**
+     * The edge's skills changed (a pack rescan): replaces what hello advertised.
+     *
+     * @generated from field: ongrid.v1.SkillInventory inventory = 4;
+     */
+    value: SkillInventory;
+    case: "inventory";
   } | { case: undefined; value?: undefined };
 };
 
@@ -170,6 +178,27 @@ export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
   messageDesc(file_ongrid_v1_tunnel, 2);
 
 /**
+ * SkillInventory is the full set of skills an edge offers now, sent after hello when it changes.
+ *
+ * @generated from message ongrid.v1.SkillInventory
+ */
+export type SkillInventory = Message<"ongrid.v1.SkillInventory"> & {
+  /**
+   * Full metadata of every skill the edge offers (scope host), as in hello.
+   *
+   * @generated from field: repeated ongrid.v1.Metadata skills = 1;
+   */
+  skills: Metadata[];
+};
+
+/**
+ * Describes the message ongrid.v1.SkillInventory.
+ * Use `create(SkillInventorySchema)` to create a new message.
+ */
+export const SkillInventorySchema: GenMessage<SkillInventory> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_tunnel, 3);
+
+/**
  * Welcome accepts an edge.
  *
  * @generated from message ongrid.v1.Welcome
@@ -202,7 +231,7 @@ export type Welcome = Message<"ongrid.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 3);
+  messageDesc(file_ongrid_v1_tunnel, 4);
 
 /**
  * Execute asks the edge to run one skill.
@@ -244,7 +273,7 @@ export type Execute = Message<"ongrid.v1.Execute"> & {
  * Use `create(ExecuteSchema)` to create a new message.
  */
 export const ExecuteSchema: GenMessage<Execute> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 4);
+  messageDesc(file_ongrid_v1_tunnel, 5);
 
 /**
  * ExecuteResult carries the outcome of one call.
@@ -272,7 +301,7 @@ export type ExecuteResult = Message<"ongrid.v1.ExecuteResult"> & {
  * Use `create(ExecuteResultSchema)` to create a new message.
  */
 export const ExecuteResultSchema: GenMessage<ExecuteResult> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 5);
+  messageDesc(file_ongrid_v1_tunnel, 6);
 
 /**
  * Cancel stops a running call.
@@ -300,7 +329,7 @@ export type Cancel = Message<"ongrid.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 6);
+  messageDesc(file_ongrid_v1_tunnel, 7);
 
 /**
  * Heartbeat shows the sender is alive.
@@ -321,7 +350,7 @@ export type Heartbeat = Message<"ongrid.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 7);
+  messageDesc(file_ongrid_v1_tunnel, 8);
 
 /**
  * EdgeTunnelService is the one stream an edge dials out to the manager; the manager never

@@ -1,0 +1,139 @@
+/** Subprocess packs end to end (E1–E2): a real manager with manager-scope packs, the compiled edge with host-scope packs, rescans on change, SIGHUP and `ongrid packs rescan`. */
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { SkillScope } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
+import { ROOT, runOngrid, startAndWaitFor, stopGroup } from "./support/cli.ts";
+
+let work: string;
+let managerPacks: string;
+let m: TestManager;
+let skills: ReturnType<typeof createClient<typeof SkillService>>;
+const edges: TestEdge[] = [];
+
+/** Writes a bash pack `<dir>/<name>` whose one skill echoes its params with a marker. */
+function writePack(dir: string, name: string, key: string, opts: { description?: string; cls?: string; marker?: string } = {}): string {
+  const pack = join(dir, name);
+  mkdirSync(pack, { recursive: true });
+  writeFileSync(
+    join(pack, "skill.json"),
+    JSON.stringify({
+      key,
+      name: `${key} test pack`,
+      description: opts.description ?? `Echoes its params back; use it to check that packs run.`,
+      class: opts.cls ?? "safe",
+      params: { word: { type: "string", description: "a word to echo", required: true, pattern: "^[a-z]+$" } },
+      executable: "run.sh",
+      timeout: "10s",
+    }),
+  );
+  writeFileSync(join(pack, "run.sh"), `#!/bin/bash\nread -r -d '' input\nprintf '{"output": {"marker": "${opts.marker ?? name}", "params": %s, "key": "%s", "cwd": "%s"}}' "$input" "$ONGRID_SKILL_KEY" "$PWD"\n`);
+  chmodSync(join(pack, "run.sh"), 0o755);
+  return pack;
+}
+
+function output(res: { result?: { output?: unknown } }): any {
+  return res.result?.output ? toJson(ValueSchema, res.result.output as never) : null;
+}
+
+async function keysOf(scope: SkillScope, edgeId = ""): Promise<string[]> {
+  return (await skills.listSkills({ scope, edgeId })).skills.map((s) => s.key);
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "ongrid-packs-e2e-"));
+  managerPacks = join(work, "manager-packs");
+  mkdirSync(managerPacks);
+  writePack(managerPacks, "greet", "pack_greet");
+  m = await bootManager({ "packs.dirs": managerPacks, "packs.watch": false });
+  skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+});
+afterAll(async () => {
+  await Promise.all(edges.map((e) => e.stop()));
+  await m?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("manager-scope packs", () => {
+  it("are listed with scope manager and run through ExecuteSkill, audited", async () => {
+    expect(await keysOf(SkillScope.MANAGER)).toContain("pack_greet");
+    const res = await skills.executeSkill({ key: "pack_greet", input: { case: "paramsJson", value: '{"word":"hello"}' } });
+    expect(res.result?.success).toBe(true);
+    expect(output(res)).toMatchObject({ marker: "greet", params: { word: "hello" }, key: "pack_greet" });
+    await m.audit.flush();
+    const [row] = await m.audit.list({ afterSeq: Number(res.auditSeq) - 1, limit: 1 });
+    expect(row).toMatchObject({ toolName: "pack_greet", decision: "allow" });
+  });
+
+  it("bad params are refused by the manifest's schema before the pack runs", async () => {
+    const err = await skills.executeSkill({ key: "pack_greet", input: { case: "paramsJson", value: '{"word":"Not Lower"}' } }).catch((e) => e);
+    expect(String(err.message)).toMatch(/param "word": must match pattern/);
+  });
+
+  it("`ongrid packs rescan` adds, changes and removes packs; problems are printed and fail the command", async () => {
+    writePack(managerPacks, "second", "pack_second");
+    const added = await runOngrid(["packs", "rescan", "--manager", m.url, "--json"]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ added: ["pack_second"], changed: [], removed: [] });
+    expect(await keysOf(SkillScope.MANAGER)).toContain("pack_second");
+
+    writePack(managerPacks, "second", "pack_second", { description: "A changed description; use it to check rescans." });
+    const changed = JSON.parse((await runOngrid(["packs", "rescan", "--manager", m.url, "--json"])).stdout);
+    expect(changed).toMatchObject({ added: [], changed: ["pack_second"] });
+    expect((await skills.getSkill({ key: "pack_second" })).skill?.description).toMatch(/changed description/);
+
+    rmSync(join(managerPacks, "second"), { recursive: true });
+    mkdirSync(join(managerPacks, "broken"));
+    writeFileSync(join(managerPacks, "broken", "skill.json"), '{"key": "pack_broken", "class": "risky"}');
+    const removed = await runOngrid(["packs", "rescan", "--manager", m.url, "--json"]);
+    expect(removed.code).toBe(1);
+    const r = JSON.parse(removed.stdout);
+    expect(r.removed).toEqual(["pack_second"]);
+    expect(r.loaded).toEqual(["pack_greet"]);
+    expect(r.problems.join("\n")).toMatch(/broken\/skill\.json: class: must be one of "safe", "mutating", "dangerous" \(rule: enum\)/);
+    expect(r.problems.join("\n")).toMatch(/broken\/skill\.json: executable: is required \(rule: required\)/);
+    rmSync(join(managerPacks, "broken"), { recursive: true });
+    expect(await keysOf(SkillScope.MANAGER)).not.toContain("pack_second");
+  });
+
+  it("a manager watching its pack directory picks up a new pack and a removal by itself", async () => {
+    const dir = join(work, "watched-packs");
+    mkdirSync(dir);
+    const watched = await bootManager({ "packs.dirs": dir });
+    try {
+      writePack(dir, "late", "pack_late");
+      expect(await waitFor(() => watched.registry.has("pack_late"), 10_000)).toBe(true);
+      rmSync(join(dir, "late"), { recursive: true });
+      expect(await waitFor(() => !watched.registry.has("pack_late"), 10_000)).toBe(true);
+    } finally {
+      await watched.stop();
+    }
+  });
+
+  it("a manager started from the CLI rescans on SIGHUP", async () => {
+    const dir = join(work, "sighup-packs");
+    mkdirSync(dir);
+    const { child, match } = await startAndWaitFor(process.execPath, [join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", "0", "--data", join(work, "sighup-data")], /listening on (http:\/\/\S+)/, {
+      env: { ONGRID_PACK_DIRS: dir, ONGRID_PACK_WATCH: "false", ONGRID_LOG_LEVEL: "warn", DATABASE_URL: "" },
+    });
+    try {
+      const client = createClient(SkillService, createConnectTransport({ baseUrl: match[1]!, httpVersion: "1.1" }));
+      const has = async () => (await client.listSkills({})).skills.some((s) => s.key === "pack_hup");
+      writePack(dir, "hup", "pack_hup");
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await has()).toBe(false); // not watching: nothing happens until the signal
+      process.kill(child.pid!, "SIGHUP");
+      expect(await waitFor(has, 10_000)).toBe(true);
+    } finally {
+      await stopGroup(child);
+    }
+  });
+});
