@@ -4,6 +4,11 @@ import { toJson } from "@bufbuild/protobuf";
 import { MetadataSchema, SkillResultSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { lintRegistry, formatFindings } from "../../skill/lint.ts";
+import { createPackSet } from "../../skill/pack/loader.ts";
+import { formatProblem, toMetadata } from "../../skill/pack/manifest.ts";
+import { createRegistry } from "../../skill/registry.ts";
+import type { SkillDefinition } from "../../skill/types.ts";
+import { pino } from "pino";
 import { metadataToProto, resultToProto } from "../server/convert.ts";
 import { MANAGER_BUILTINS, createManagerRegistry } from "../builtin/index.ts";
 import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
@@ -140,11 +145,24 @@ export function skillsCommand(): Command {
 
   cmd
     .command("lint")
-    .description("check every builtin skill (manager and edge) against the ACI new-tool checklist")
+    .description("check every builtin skill (manager and edge), and packs given with --pack-dir, against the ACI new-tool checklist")
+    .option("--pack-dir <dir>", "also lint the packs in this directory (repeatable); a refused manifest is an error", (v: string, acc: string[]) => [...acc, v], [])
     .option("--json", "print findings as JSON")
     .action(async (opts) => {
       createManagerRegistry(); // registration itself refuses malformed definitions
-      const all = [...MANAGER_BUILTINS, ...EDGE_BUILTINS];
+      const packDefs: SkillDefinition[] = [];
+      if (opts.packDir.length) {
+        const silent = pino({ level: "silent" });
+        const set = createPackSet({ dirs: opts.packDir, scope: "host", registry: createRegistry({ log: silent }), log: silent });
+        const r = set.rescan();
+        if (r.problems.length) {
+          for (const p of r.problems) console.error(`refused: ${formatProblem(p)}`);
+          process.exitCode = 1;
+        }
+        // Lint the metadata exactly as written in skill.json (the registry's normalised copy would hide an omitted field).
+        for (const spec of set.specs().values()) packDefs.push({ ...toMetadata(spec), execute: async () => null });
+      }
+      const all = [...MANAGER_BUILTINS, ...EDGE_BUILTINS, ...packDefs];
       const findings = lintRegistry(all);
       if (opts.json) console.log(JSON.stringify(findings, null, 2));
       else console.log(`${findings.length ? formatFindings(findings) + "\n" : ""}${all.length} skills checked`);
