@@ -23,6 +23,11 @@ export interface RunProcessOptions {
   maxOutputBytes: number;
   /** Time between SIGTERM and SIGKILL to the group; 2000 ms by default. */
   killGraceMs?: number;
+  /**
+   * Kill the process group as soon as stdout passes maxOutputBytes, for callers that refuse a
+   * truncated stdout anyway (skill packs): otherwise a process that keeps writing runs until timeoutMs.
+   */
+  killOnStdoutOverflow?: boolean;
 }
 
 /** How the process ended; a non-zero exit is a normal result, not an exception. */
@@ -171,6 +176,12 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     void killGroup();
   };
   opts.signal?.addEventListener("abort", onAbort, { once: true });
+  if (opts.killOnStdoutOverflow) {
+    // Registered after the capturing listener, so `truncated` is already up to date.
+    child.stdout?.on("data", () => {
+      if (out.truncated) void killGroup();
+    });
+  }
 
   try {
     const exit = await exited;

@@ -89,12 +89,12 @@ export function createPackSet(o: PackSetOptions): PackSet {
       for (const spec of r.skills) {
         const other = next.get(spec.key);
         if (other) {
-          problems.push({ file: spec.file, field: "key", rule: "unique", message: `"${spec.key}" is already declared by ${other.file}` });
+          problems.push({ file: spec.file, field: keyField(spec), rule: "unique", message: `"${spec.key}" is already declared by ${other.file}` });
           continue;
         }
         const existing = o.registry.get(spec.key);
         if (existing && !current.has(spec.key)) {
-          problems.push({ file: spec.file, field: "key", rule: "unique", message: `"${spec.key}" is a builtin skill of this ${o.scope === "host" ? "edge" : "manager"}` });
+          problems.push({ file: spec.file, field: keyField(spec), rule: "unique", message: `"${spec.key}" is a builtin skill of this ${o.scope === "host" ? "edge" : "manager"}` });
           continue;
         }
         next.set(spec.key, spec);
@@ -162,4 +162,9 @@ export function createPackSet(o: PackSetOptions): PackSet {
   }
 
   return { rescan, watch: watchDirs, specs: () => current };
+}
+
+/** The key's field in its manifest: "key", or "skills[i].key" in a pack of several skills. */
+function keyField(spec: PackSkillSpec): string {
+  return spec.entry ? `${spec.entry}.key` : "key";
 }

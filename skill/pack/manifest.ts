@@ -35,6 +35,8 @@ export interface PackSkillSpec {
   dir: string;
   /** The manifest it came from. */
   file: string;
+  /** Where in the manifest: "" for a one-skill file, "skills[i]" in a pack; prefixes the field of problems found later. */
+  entry: string;
   /** Absolute path of the executable, inside dir. */
   executable: string;
   args: string[];
@@ -108,7 +110,14 @@ export function readManifest(dir: string, scope: SkillScope): { skills: PackSkil
   const skills: PackSkillSpec[] = [];
   const seen = new Map<string, string>();
   for (const { value, prefix } of entries) {
-    const entryProblems = checkEntry(value, prefix, dir, file, scope);
+    let entryProblems: PackSkillSpec | ManifestProblem[];
+    try {
+      entryProblems = checkEntry(value, prefix, dir, file, scope);
+    } catch (err) {
+      // A file removed or replaced while it was being read (an install in progress): refuse this
+      // entry now; the next rescan sees the finished state.
+      entryProblems = [{ file, field: prefix, rule: "readable", message: `changed while being read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }];
+    }
     if (Array.isArray(entryProblems)) {
       problems.push(...entryProblems);
       continue;
@@ -168,6 +177,7 @@ function checkEntry(value: unknown, prefix: string, dir: string, file: string, s
     ...(m.lint_waivers !== undefined ? { lintWaivers: m.lint_waivers } : {}),
     dir: realpathSync(dir),
     file,
+    entry: prefix,
     executable: executable!,
     args: m.args ?? [],
     timeoutMs,
@@ -179,7 +189,8 @@ function checkEntry(value: unknown, prefix: string, dir: string, file: string, s
   try {
     buildSkill({ ...toMetadata(spec), execute: async () => null });
   } catch (err) {
-    bad(spec.rawSchema !== undefined ? "raw_schema" : "params", "schema", (err as Error).message.replace(/^skill "[^"]*": /, ""));
+    // The registry says `skill "k": …` or `skill "k", param "p": …`; the problem already names the file and the field.
+    bad(spec.rawSchema !== undefined ? "raw_schema" : "params", "schema", (err as Error).message.replace(/^skill "[^"]*"(?::|,) /, ""));
     return problems;
   }
   return spec;
@@ -218,7 +229,11 @@ function checkExecutable(dir: string, path: string, bad: (rule: string, message:
     return undefined;
   }
   const rel = relative(realDir, real);
-  if (rel === "" || rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) {
+  if (rel === "") {
+    bad("file", `"${path}" is the pack directory itself, not a file in it`);
+    return undefined;
+  }
+  if (rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) {
     bad("inside_pack", `"${path}" resolves to ${real}, outside the pack directory ${realDir}`);
     return undefined;
   }
@@ -251,7 +266,15 @@ function ajvProblems(file: string, prefix: string, errors: ErrorObject[]): Manif
       .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
       .reduce((acc, s) => (/^\d+$/.test(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), "");
     let message = e.message ?? "is invalid";
-    if (e.keyword === "required") {
+    let rule = e.keyword;
+    // An error inside propertyNames (pattern, maxLength) is about one property name, not the object
+    // holding it: report it on that name. The propertyNames error ajv adds after it is then a duplicate.
+    const badName = (e as ErrorObject & { propertyName?: string }).propertyName;
+    if (badName !== undefined) {
+      field = field ? `${field}.${badName}` : badName;
+      rule = "propertyNames";
+      message = e.keyword === "pattern" ? "is not a valid name (lower_snake: a-z, 0-9 and _, starting with a letter)" : `is not a valid name: ${message}`;
+    } else if (e.keyword === "required") {
       field = field ? `${field}.${e.params.missingProperty}` : e.params.missingProperty;
       message = "is required";
     } else if (e.keyword === "additionalProperties") {
@@ -263,7 +286,7 @@ function ajvProblems(file: string, prefix: string, errors: ErrorObject[]): Manif
       field = field ? `${field}.${e.params.propertyName}` : e.params.propertyName;
       message = "is not a valid name (lower_snake)";
     }
-    const p = { file, field: at(prefix, field), rule: e.keyword, message };
+    const p = { file, field: at(prefix, field), rule, message };
     const id = `${p.field}|${p.rule}`;
     if (e.keyword === "if" || seen.has(id)) continue;
     seen.add(id);

@@ -11,21 +11,23 @@ import type { PackSkillSpec } from "./manifest.ts";
 const STDERR_TAIL = 2000;
 /** A pack's own error code must look like one of ours: lower_snake, short. */
 const PACK_CODE = /^[a-z][a-z0-9_]{0,63}$/;
+/** Codes only the platform reports (a pack claiming one would pass for a deadline, a cancel or our own fault). */
+const RESERVED_CODES = new Set(["cancelled", "deadline_exceeded", "internal", "pack_error", "pack_start_failed", "pack_exit_nonzero", "pack_bad_output", "pack_output_too_large"]);
 
 /** The environment a pack sees: a fixed minimum, the call's identity, and the variables its manifest allows. */
 export function packEnv(spec: PackSkillSpec, ctx: SkillContext, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: SYSTEM_PATH,
-    LANG: "C.UTF-8",
-    ONGRID_SKILL_KEY: spec.key,
-    ONGRID_CALL_ID: ctx.callId,
-    ONGRID_DEADLINE_UNIX_MS: String(ctx.deadline),
-    ONGRID_EDGE_ID: ctx.edgeId,
-  };
+  const env: Record<string, string> = { PATH: SYSTEM_PATH, LANG: "C.UTF-8" };
   for (const name of spec.env) {
+    // ONGRID_* is ours: the call's identity below, and the agent's own settings and secrets
+    // (ONGRID_EDGE_TOKEN, …), which a manifest must not be able to ask for.
+    if (name.startsWith("ONGRID_")) continue;
     const v = from[name];
     if (v !== undefined) env[name] = v;
   }
+  env.ONGRID_SKILL_KEY = spec.key;
+  env.ONGRID_CALL_ID = ctx.callId;
+  env.ONGRID_DEADLINE_UNIX_MS = String(ctx.deadline);
+  env.ONGRID_EDGE_ID = ctx.edgeId;
   return env;
 }
 
@@ -44,6 +46,7 @@ export async function runPack(spec: PackSkillSpec, ctx: SkillContext, params: Re
       signal: ctx.signal,
       timeoutMs,
       maxOutputBytes: spec.outputCapBytes,
+      killOnStdoutOverflow: true,
     });
   } catch (err) {
     if (err instanceof ProcessStartError) {
@@ -57,19 +60,21 @@ export async function runPack(spec: PackSkillSpec, ctx: SkillContext, params: Re
   }
   const stderr = tail(res.stderr);
   if (res.cancelled) throw new SkillError("cancelled", `pack "${spec.key}" was cancelled; its process group was killed`, "run it again if the result is still needed");
+  // Checked before the timeout: a pack stopped for writing too much may also have run into its
+  // deadline while being killed, and "raise the timeout" would be the wrong advice.
+  if (res.stdoutTruncated) {
+    throw new SkillError(
+      "pack_output_too_large",
+      `pack "${spec.key}" wrote more than ${spec.outputCapBytes} bytes to stdout`,
+      "narrow the request (a filter, a limit), or raise output_cap_bytes in skill.json",
+    );
+  }
   if (res.timedOut) {
     const own = spec.timeoutMs <= left;
     throw new SkillError(
       "deadline_exceeded",
       `pack "${spec.key}" did not finish within ${timeoutMs} ms${own ? " (its skill.json timeout)" : ""}; its process group was killed${stderr ? `; stderr: ${stderr}` : ""}`,
       own ? "raise timeout in skill.json if the work really takes longer, or narrow the request" : "retry with a longer deadline or a narrower request",
-    );
-  }
-  if (res.stdoutTruncated) {
-    throw new SkillError(
-      "pack_output_too_large",
-      `pack "${spec.key}" wrote more than ${spec.outputCapBytes} bytes to stdout`,
-      "narrow the request (a filter, a limit), or raise output_cap_bytes in skill.json",
     );
   }
   const parsed = parseStdout(res.stdout);
@@ -115,7 +120,7 @@ function isErrorDoc(v: unknown): v is { error: { code?: unknown; message?: unkno
 }
 
 function packError(spec: PackSkillSpec, e: { code?: unknown; message?: unknown; hint?: unknown }): SkillError {
-  const code = typeof e.code === "string" && PACK_CODE.test(e.code) ? e.code : "pack_error";
+  const code = typeof e.code === "string" && PACK_CODE.test(e.code) && !RESERVED_CODES.has(e.code) ? e.code : "pack_error";
   const message = typeof e.message === "string" && e.message ? e.message : `pack "${spec.key}" reported an error without a message`;
   return new SkillError(code, message, typeof e.hint === "string" ? e.hint : "");
 }
