@@ -278,7 +278,7 @@ describe("runPack: errors reported by the pack", () => {
     expect(env.error).toEqual({ code: "disk_not_found", message: "no disk /dev/sdz", hint: "list the disks first" });
   });
 
-  test.each(["deadline_exceeded", "cancelled", "internal", "pack_output_too_large"])("a pack cannot pass its error off as the platform's %s: it becomes pack_error", async (code) => {
+  test.each(["cancelled", "internal", "pack_output_too_large", "pack_exit_nonzero"])("a pack cannot pass its error off as the platform's %s: it becomes pack_error", async (code) => {
     const spec = script(`#!/bin/sh\necho '{"error": {"code": "${code}", "message": "pretend", "hint": ""}}'\n`);
     const err = await failure(spec);
     expect({ code: err.code, message: err.message }).toEqual({ code: "pack_error", message: "pretend" });
@@ -525,6 +525,14 @@ describe("runPack: the environment", () => {
     expect(deadline).toBeLessThanOrEqual(Date.now() + 15_000);
     expect(seen[SECRET]).toBeUndefined();
     expect(seen.HOME).toBeUndefined();
+  });
+
+  test("ONGRID_DEADLINE_UNIX_MS is the skill.json timeout when that ends before the call's deadline", async () => {
+    const spec = script(`#!/bin/sh\nprintf '{"output": "%s"}' "$ONGRID_DEADLINE_UNIX_MS"\n`, { timeout: "2s" });
+    const before = Date.now();
+    const told = Number(await runPack(spec, ctx({ deadline: Date.now() + 60_000 }), {}));
+    expect(told).toBeGreaterThanOrEqual(before + 2000);
+    expect(told).toBeLessThanOrEqual(Date.now() + 2000);
   });
 
   test("bash and python packs do not see a variable that is not allow-listed either", async () => {

@@ -11,8 +11,11 @@ import type { PackSkillSpec } from "./manifest.ts";
 const STDERR_TAIL = 2000;
 /** A pack's own error code must look like one of ours: lower_snake, short. */
 const PACK_CODE = /^[a-z][a-z0-9_]{0,63}$/;
-/** Codes only the platform reports (a pack claiming one would pass for a deadline, a cancel or our own fault). */
-const RESERVED_CODES = new Set(["cancelled", "deadline_exceeded", "internal", "pack_error", "pack_start_failed", "pack_exit_nonzero", "pack_bad_output", "pack_output_too_large"]);
+/**
+ * Codes only the platform reports (a pack claiming one would pass for a cancel or our own fault).
+ * deadline_exceeded stays open: a pack that stops a slow tool before its deadline says just that.
+ */
+const RESERVED_CODES = new Set(["cancelled", "internal", "pack_error", "pack_start_failed", "pack_exit_nonzero", "pack_bad_output", "pack_output_too_large"]);
 
 /** The environment a pack sees: a fixed minimum, the call's identity, and the variables its manifest allows. */
 export function packEnv(spec: PackSkillSpec, ctx: SkillContext, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
@@ -41,7 +44,8 @@ export async function runPack(spec: PackSkillSpec, ctx: SkillContext, params: Re
       file: spec.executable,
       args: spec.args,
       cwd: spec.dir,
-      env: packEnv(spec, ctx),
+      // The pack is told the deadline it will really be killed at: the earlier of the call's and its own.
+      env: packEnv(spec, { ...ctx, deadline: Date.now() + timeoutMs }),
       input: JSON.stringify(params),
       signal: ctx.signal,
       timeoutMs,
