@@ -1,4 +1,6 @@
 /** Entry point of the `ongrid-edge` binary. */
-import { runEdge } from "./main.ts";
+import { interpreterOnly } from "./jit.ts";
 
+interpreterOnly();
+const { runEdge } = await import("./main.ts");
 await runEdge(process.argv);

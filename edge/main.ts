@@ -3,7 +3,6 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";
 import pino from "pino";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { parseDuration } from "../skill/duration.ts";
 import { OngridError } from "../skill/errors.ts";
 import { EDGE_VERSION, createEdgeRuntime } from "./runtime.ts";
@@ -11,6 +10,7 @@ import { EDGE_ID_PATTERN, edgeIdFromHostname, labelProblem } from "../skill/iden
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 import { dialForever } from "./tunnel/dialer.ts";
+import { createTunnelTransport } from "./tunnel/transport.ts";
 
 export { EDGE_VERSION };
 
@@ -45,6 +45,8 @@ export function buildEdgeProgram(): Command {
     .option("--id <id>", "edge id (ONGRID_EDGE_ID; default: this host's name, lower-cased)", env.ONGRID_EDGE_ID)
     .option("--label <key=value>", "a label for selectors (repeatable; ONGRID_EDGE_LABELS=k=v,k=v)", list, env.ONGRID_EDGE_LABELS ? env.ONGRID_EDGE_LABELS.split(",") : [])
     .option("--allowed-root <dir>", "directory tail_file and host_files may read (repeatable; ONGRID_EDGE_ALLOWED_ROOTS=a:b)", list, env.ONGRID_EDGE_ALLOWED_ROOTS ? env.ONGRID_EDGE_ALLOWED_ROOTS.split(":") : [])
+    .option("--pack-dir <dir>", "directory of subprocess skill packs, or of one pack (repeatable; ONGRID_EDGE_PACK_DIRS=a:b)", list, env.ONGRID_EDGE_PACK_DIRS ? env.ONGRID_EDGE_PACK_DIRS.split(":") : [])
+    .option("--no-watch-packs", "do not rescan packs on file changes (SIGHUP still rescans; ONGRID_EDGE_WATCH_PACKS=false)")
     .option("--concurrency <n>", "calls run at once; more wait (ONGRID_EDGE_CONCURRENCY)", env.ONGRID_EDGE_CONCURRENCY ?? "8")
     .option("--output-cap <bytes>", "outputs larger than this are truncated (ONGRID_OUTPUT_CAP_BYTES)", env.ONGRID_OUTPUT_CAP_BYTES ?? "65536")
     .option("--ca <file>", "CA certificate (PEM) to verify an https manager against (ONGRID_EDGE_CA_FILE)", env.ONGRID_EDGE_CA_FILE)
@@ -97,8 +99,16 @@ export function buildEdgeProgram(): Command {
         concurrency,
         outputCapBytes: outputCap,
         log,
+        packDirs: (o.packDir as string[]).filter(Boolean),
       });
-      const transport = createGrpcTransport({ baseUrl: url.toString().replace(/\/$/, ""), nodeOptions: ca ? { ca } : undefined });
+      const packs = runtime.packs;
+      if (packs && o.watchPacks && env.ONGRID_EDGE_WATCH_PACKS !== "false") packs.watch();
+      process.on("SIGHUP", () => {
+        if (!packs) return log.info("SIGHUP: no pack directories configured (--pack-dir)");
+        const r = packs.rescan();
+        log.info({ loaded: r.loaded.length, problems: r.problems.length }, "SIGHUP: skill packs rescanned");
+      });
+      const transport = createTunnelTransport(url.toString().replace(/\/$/, ""), { ca });
       const stop = new AbortController();
       for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => stop.abort());
       console.log(`ongrid-edge ${EDGE_VERSION} "${id}" dialing ${url.origin} (${runtime.registry.size} skills)`);

@@ -137,3 +137,59 @@ describe("manager-scope packs", () => {
     }
   });
 });
+
+describe("host-scope packs on the compiled edge", () => {
+  it("a pack dropped into the edge's directory is listed with scope host, runs, and disappears when removed — without a reconnect", async () => {
+    const dir = join(work, "edge-packs");
+    mkdirSync(dir);
+    writePack(dir, "first", "pack_first");
+    const edge = await startEdge(m, "pack-edge-1", { args: ["--pack-dir", dir] });
+    edges.push(edge);
+    const hostKeys = () => keysOf(SkillScope.HOST, "pack-edge-1");
+    expect(await hostKeys()).toContain("pack_first");
+
+    writePack(dir, "dropped", "pack_dropped");
+    expect(await waitFor(async () => (await hostKeys()).includes("pack_dropped"), 10_000)).toBe(true);
+    const listed = (await skills.listSkills({ scope: SkillScope.HOST })).skills.find((s) => s.key === "pack_dropped");
+    expect(listed?.edgeIds).toEqual(["pack-edge-1"]);
+    const res = await skills.executeSkill({ key: "pack_dropped", edgeId: "pack-edge-1", input: { case: "paramsJson", value: '{"word":"fleet"}' } });
+    expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+    expect(output(res)).toMatchObject({ marker: "dropped", params: { word: "fleet" }, key: "pack_dropped", cwd: join(dir, "dropped") });
+    expect(res.result?.edgeId).toBe("pack-edge-1");
+
+    rmSync(join(dir, "dropped"), { recursive: true });
+    expect(await waitFor(async () => !(await hostKeys()).includes("pack_dropped"), 10_000)).toBe(true);
+    const gone = await skills.executeSkill({ key: "pack_dropped", edgeId: "pack-edge-1", input: { case: "paramsJson", value: '{"word":"fleet"}' } }).catch((e) => e);
+    expect(String(gone.message)).toMatch(/unknown skill "pack_dropped"|does not offer skill "pack_dropped"/);
+    // One tunnel all along: the inventory frame replaced the skills in place.
+    expect(edge.output().match(/connected to the manager/g)).toHaveLength(1);
+  });
+
+  it("with --no-watch-packs the edge rescans on SIGHUP only", async () => {
+    const dir = join(work, "edge-packs-hup");
+    mkdirSync(dir);
+    const edge = await startEdge(m, "pack-edge-2", { args: ["--pack-dir", dir, "--no-watch-packs"] });
+    edges.push(edge);
+    writePack(dir, "hup", "pack_edge_hup");
+    const has = async () => (await keysOf(SkillScope.HOST, "pack-edge-2")).includes("pack_edge_hup");
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await has()).toBe(false);
+    edge.child.kill("SIGHUP");
+    expect(await waitFor(has, 10_000)).toBe(true);
+    expect(edge.child.exitCode).toBeNull();
+  });
+
+  it("an edge refuses a broken pack, keeps the good ones, and logs the file, field and rule", async () => {
+    const dir = join(work, "edge-packs-bad");
+    mkdirSync(dir);
+    writePack(dir, "good", "pack_good");
+    mkdirSync(join(dir, "bad"));
+    writeFileSync(join(dir, "bad", "skill.json"), JSON.stringify({ key: "pack_bad", name: "x", description: "y", class: "safe", executable: "../good/run.sh" }));
+    const edge = await startEdge(m, "pack-edge-3", { args: ["--pack-dir", dir] });
+    edges.push(edge);
+    expect(await keysOf(SkillScope.HOST, "pack-edge-3")).toContain("pack_good");
+    expect(await keysOf(SkillScope.HOST, "pack-edge-3")).not.toContain("pack_bad");
+    // pino writes JSON: the quotes in the message are escaped there.
+    expect(edge.output()).toMatch(/bad\/skill\.json: executable: \\"\.\.\/good\/run\.sh\\" resolves to .*outside the pack directory .*\(rule: inside_pack\)/);
+  });
+});
