@@ -25,6 +25,8 @@ export interface ChainInput {
   decisionReason: string | null;
   approvalId: string | null;
   sopHash: string | null;
+  /** Hashed only when not empty, so rows written before the column existed keep their hashes. */
+  approvedBy?: string | null;
 }
 
 /**
@@ -34,7 +36,7 @@ export interface ChainInput {
  */
 export function rowHash(prevHash: string, row: ChainInput): string {
   const text =
-    `{"approvalId":${str(row.approvalId)},"args":${canonicalJson(row.args ?? null)},"callerRole":${str(row.callerRole)},` +
+    `{"approvalId":${str(row.approvalId)},${row.approvedBy ? `"approvedBy":${str(row.approvedBy)},` : ""}"args":${canonicalJson(row.args ?? null)},"callerRole":${str(row.callerRole)},` +
     `"callerUserId":${str(row.callerUserId)},"decision":${str(row.decision)},"decisionReason":${str(row.decisionReason)},` +
     `"deviceId":${str(row.deviceId)},"durationMs":${num(row.durationMs)},"error":${str(row.error)},"finishedAt":${date(row.finishedAt)},` +
     `"result":${canonicalJson(row.result ?? null)},"seq":${num(row.seq)},"sessionId":${str(row.sessionId)},"sopHash":${str(row.sopHash)},` +

@@ -46,6 +46,7 @@ export function auditRowToJson(r: AuditRow): Record<string, unknown> {
     decision_reason: r.decisionReason,
     approval_id: r.approvalId,
     sop_hash: r.sopHash,
+    approved_by: r.approvedBy ?? "",
     prev_hash: r.prevHash,
     row_hash: r.rowHash,
   };

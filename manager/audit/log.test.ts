@@ -65,6 +65,11 @@ test("row hashes are sha256 of the previous hash and the row's canonical JSON, p
   for (const [prev, r] of [[GENESIS_HASH, row], ["ab".repeat(32), other]] as const) {
     expect(rowHash(prev, r)).toBe(createHash("sha256").update(`${prev}\n${canonicalJson(r)}`).digest("hex"));
   }
+  // approvedBy (added with approvals) is hashed only when set: older rows keep their hashes.
+  expect(rowHash(GENESIS_HASH, { ...row, approvedBy: "" })).toBe(rowHash(GENESIS_HASH, row));
+  const approved = { ...row, approvedBy: "bob,carol" };
+  expect(rowHash(GENESIS_HASH, approved)).toBe(createHash("sha256").update(`${GENESIS_HASH}\n${canonicalJson(approved)}`).digest("hex"));
+  expect(rowHash(GENESIS_HASH, approved)).not.toBe(rowHash(GENESIS_HASH, { ...row, approvedBy: "bob" }));
 });
 
 describeBothBackends("audit log", (backend) => {

@@ -20,12 +20,12 @@ const MAX_LIMIT = 1000;
 /** The stored columns, in the order of the jsonb objects one insert statement carries. */
 const INSERT_COLUMNS = sql.raw(
   "seq, session_id, tool_name, args_json, result_json, error, device_id, started_at, finished_at, duration_ms, " +
-    "caller_user_id, caller_role, decision, decision_reason, approval_id, sop_hash, prev_hash, row_hash",
+    "caller_user_id, caller_role, decision, decision_reason, approval_id, sop_hash, approved_by, prev_hash, row_hash",
 );
 const RECORD_TYPES = sql.raw(
   "seq bigint, session_id text, tool_name text, args_json jsonb, result_json jsonb, error text, device_id text, " +
     "started_at timestamptz, finished_at timestamptz, duration_ms integer, caller_user_id text, caller_role text, " +
-    "decision text, decision_reason text, approval_id text, sop_hash text, prev_hash text, row_hash text",
+    "decision text, decision_reason text, approval_id text, sop_hash text, approved_by text, prev_hash text, row_hash text",
 );
 
 /** Options of the audit log. */

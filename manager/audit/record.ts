@@ -33,6 +33,7 @@ export function normalizeRecord(record: AuditRecord): StoredRecord {
     decisionReason: text(record.decisionReason),
     approvalId: text(record.approvalId),
     sopHash: text(record.sopHash),
+    approvedBy: text(record.approvedBy),
   };
 }
 
@@ -58,6 +59,7 @@ export function toInsertJson(row: AuditRow): Record<string, unknown> {
     decision_reason: row.decisionReason,
     approval_id: row.approvalId,
     sop_hash: row.sopHash,
+    approved_by: row.approvedBy ?? "",
     prev_hash: row.prevHash,
     row_hash: row.rowHash,
   };
@@ -82,6 +84,7 @@ export function chainInputOf(r: ToolCallRow): ChainInput {
     decisionReason: r.decisionReason,
     approvalId: r.approvalId,
     sopHash: r.sopHash,
+    approvedBy: r.approvedBy,
   };
 }
 
@@ -95,6 +98,7 @@ export function fromDbRow(r: ToolCallRow): AuditRow {
     decisionReason: r.decisionReason ?? "",
     approvalId: r.approvalId ?? "",
     sopHash: r.sopHash ?? "",
+    approvedBy: r.approvedBy ?? "",
     prevHash: r.prevHash,
     rowHash: r.rowHash,
   };

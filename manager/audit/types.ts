@@ -24,6 +24,8 @@ export interface AuditRecord {
   decisionReason: string;
   approvalId: string;
   sopHash: string;
+  /** Comma-separated approver ids; "" (or absent) when nobody approved the call. */
+  approvedBy?: string;
 }
 
 /** A stored row: the record plus its place in the hash chain. */

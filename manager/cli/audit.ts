@@ -85,13 +85,14 @@ function fromProto(t: ToolCall): AuditRow {
     decisionReason: t.decisionReason,
     approvalId: t.approvalId,
     sopHash: t.sopHash,
+    approvedBy: t.approvedBy,
     prevHash: t.prevHash,
     rowHash: t.rowHash,
   };
 }
 
-async function remoteList(url: string, filter: AuditFilter): Promise<AuditRow[]> {
-  const res = await rpcClients(url).audit.listToolCalls({
+async function remoteList(url: string, filter: AuditFilter, opts: CoreOptions): Promise<AuditRow[]> {
+  const res = await rpcClients(url, opts).audit.listToolCalls({
     since: filter.since ? timestampFromDate(filter.since) : undefined,
     until: filter.until ? timestampFromDate(filter.until) : undefined,
     toolName: filter.toolName ?? "",
@@ -125,7 +126,7 @@ export function auditCommand(): Command {
     .action(async (opts: FilterFlags & CoreOptions) => {
       const filter = toFilter(opts);
       const url = managerUrl(opts);
-      const rows = url ? await remoteList(url, filter) : await withCore(opts, (core) => core.audit.list(filter));
+      const rows = url ? await remoteList(url, filter, opts) : await withCore(opts, (core) => core.audit.list(filter));
       if (opts.json) {
         console.log(JSON.stringify(rows.map(auditRowToJson), null, 2));
         return;
@@ -150,7 +151,7 @@ export function auditCommand(): Command {
     .action(async (opts: CoreOptions) => {
       const url = managerUrl(opts);
       const report = url
-        ? await rpcClients(url)
+        ? await rpcClients(url, opts)
             .audit.verifyChain({})
             .then((r) => ({ ok: r.ok, rowsChecked: Number(r.rowsChecked), firstBrokenSeq: Number(r.firstBrokenSeq), reason: r.reason, lastSeq: Number(r.lastSeq), lastRowHash: r.lastRowHash }))
         : await withCore(opts, (core) => core.audit.verify());
@@ -168,7 +169,7 @@ export function auditCommand(): Command {
       const write = (line: string) =>
         new Promise<void>((resolve, reject) => out.write(line + "\n", (err) => (err ? reject(err) : resolve())));
       const url = managerUrl(opts);
-      if (url) await exportJsonLines({ list: (f) => remoteList(url, f ?? {}) }, filter, write);
+      if (url) await exportJsonLines({ list: (f) => remoteList(url, f ?? {}, opts) }, filter, write);
       else await withCore(opts, (core) => exportJsonLines(core.audit, filter, write));
       if (opts.out) await new Promise<void>((resolve) => (out as ReturnType<typeof createWriteStream>).end(resolve));
     });

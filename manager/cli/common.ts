@@ -1,10 +1,14 @@
 /** What every CLI command shares: config loading, in-process core, RPC clients, output helpers. */
-import { createClient, type Client } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Command } from "commander";
 import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { AuditService } from "../../proto/gen/ongrid/v1/audit_service_pb.ts";
 import { EdgeService } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
+import { ApprovalService } from "../../proto/gen/ongrid/v1/approval_service_pb.ts";
+import { IdentityService } from "../../proto/gen/ongrid/v1/identity_service_pb.ts";
+import { CredentialService } from "../../proto/gen/ongrid/v1/credential_service_pb.ts";
+import { readFileSync } from "node:fs";
 import { OngridError } from "../../skill/errors.ts";
 import { loadConfig } from "../config/load.ts";
 import type { ManagerConfig } from "../config/schema.ts";
@@ -15,6 +19,8 @@ export interface CoreOptions {
   config?: string;
   data?: string;
   manager?: string;
+  /** File holding the API token for --manager (also ONGRID_TOKEN_FILE; ONGRID_TOKEN holds the token itself). */
+  tokenFile?: string;
   json?: boolean;
 }
 
@@ -23,7 +29,8 @@ export function withCoreOptions(cmd: Command): Command {
   return cmd
     .option("--config <file>", "config file (YAML); also ONGRID_CONFIG")
     .option("--data <dir>", "data directory of the embedded database; also ONGRID_DATA_DIR (DATABASE_URL takes precedence)")
-    .option("--manager <url>", "talk to a running manager over RPC instead of opening the database; also ONGRID_MANAGER_URL");
+    .option("--manager <url>", "talk to a running manager over RPC instead of opening the database; also ONGRID_MANAGER_URL")
+    .option("--token-file <file>", "file holding your API token for --manager; also ONGRID_TOKEN_FILE, or the token itself in ONGRID_TOKEN");
 }
 
 /** The configuration for a CLI command (logs quiet unless configured). */
@@ -37,11 +44,43 @@ export function managerUrl(opts: CoreOptions): string | undefined {
   return opts.manager ?? (process.env.ONGRID_MANAGER_URL || undefined);
 }
 
-/** RPC clients for a running manager. */
-export function rpcClients(url: string): { skills: Client<typeof SkillService>; audit: Client<typeof AuditService>; edges: Client<typeof EdgeService> } {
-  const transport = createConnectTransport({ baseUrl: url, httpVersion: "1.1" });
-  return { skills: createClient(SkillService, transport), audit: createClient(AuditService, transport), edges: createClient(EdgeService, transport) };
+/** The API token for RPC calls: --token-file, else ONGRID_TOKEN, else ONGRID_TOKEN_FILE; undefined when none is given. */
+export function apiToken(opts: Pick<CoreOptions, "tokenFile"> = {}): string | undefined {
+  const file = opts.tokenFile ?? (process.env.ONGRID_TOKEN ? undefined : process.env.ONGRID_TOKEN_FILE || undefined);
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      throw new OngridError("invalid_argument", `--token-file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    const token = text.trim();
+    if (!token) throw new OngridError("invalid_argument", `--token-file: ${file} is empty`);
+    return token;
+  }
+  return process.env.ONGRID_TOKEN?.trim() || undefined;
 }
+
+/** RPC clients for a running manager, sending the caller's API token. */
+export function rpcClients(url: string, opts: Pick<CoreOptions, "tokenFile"> = {}) {
+  const token = apiToken(opts);
+  const transport = createConnectTransport({
+    baseUrl: url,
+    httpVersion: "1.1",
+    interceptors: token ? [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] : [],
+  });
+  return {
+    skills: createClient(SkillService, transport),
+    audit: createClient(AuditService, transport),
+    edges: createClient(EdgeService, transport),
+    approvals: createClient(ApprovalService, transport),
+    identity: createClient(IdentityService, transport),
+    credentials: createClient(CredentialService, transport),
+  };
+}
+
+/** The type of rpcClients' answer. */
+export type RpcClients = ReturnType<typeof rpcClients>;
 
 /** Opens the database and registry in process for the duration of fn. */
 export async function withCore<T>(opts: CoreOptions, fn: (core: Awaited<ReturnType<typeof openCore>>) => Promise<T>): Promise<T> {

@@ -11,7 +11,7 @@ import { managerUrl, printTable, rpcClients, withCore, withCoreOptions, type Cor
 
 async function listEdges(opts: CoreOptions & { selector?: string }): Promise<Edge[]> {
   const url = managerUrl(opts);
-  if (url) return (await rpcClients(url).edges.listEdges({ selector: opts.selector ?? "" })).edges;
+  if (url) return (await rpcClients(url, opts).edges.listEdges({ selector: opts.selector ?? "" })).edges;
   const selector = parseSelector(opts.selector ?? "", "--selector");
   return withCore(opts, async (core) => (await core.edges.list()).map((r) => edgeToProto(r, core.hub, false)).filter((e) => selector.matches(e.labels)));
 }
@@ -25,7 +25,7 @@ export function edgeCommand(): Command {
     .action(async (id: string, opts: CoreOptions) => {
       checkEdgeId(id, "id");
       const url = managerUrl(opts);
-      const res = url ? await rpcClients(url).edges.enrollEdge({ id }) : await withCore(opts, (core) => core.edges.enroll(id));
+      const res = url ? await rpcClients(url, opts).edges.enrollEdge({ id }) : await withCore(opts, (core) => core.edges.enroll(id));
       if (opts.json) console.log(JSON.stringify({ id: res.id, token: res.token, rotated: res.rotated }));
       else {
         console.error(`${res.rotated ? "rotated the token of" : "enrolled"} edge "${res.id}"; start it with: ongrid-edge --manager URL --id ${res.id} --token <token below>`);
@@ -35,7 +35,7 @@ export function edgeCommand(): Command {
 
   withCoreOptions(cmd.command("revoke").description("revoke an edge's token and close its tunnel").argument("<id>")).action(async (id: string, opts: CoreOptions) => {
     const url = managerUrl(opts);
-    if (url) await rpcClients(url).edges.revokeEdge({ id });
+    if (url) await rpcClients(url, opts).edges.revokeEdge({ id });
     else if (!(await withCore(opts, (core) => core.edges.revoke(id)))) throw new OngridError("not_found", `unknown edge "${id}"`);
     console.log(`revoked edge "${id}"`);
   });

@@ -15,7 +15,7 @@ export function packsCommand(): Command {
     .option("--json", "print JSON")
     .action(async (opts: CoreOptions) => {
       const url = managerUrl(opts) ?? `http://127.0.0.1:${cliConfig(opts).server.port}`;
-      const r = await rpcClients(url).skills.rescanPacks({});
+      const r = await rpcClients(url, opts).skills.rescanPacks({});
       if (opts.json) {
         console.log(JSON.stringify({ added: r.added, changed: r.changed, removed: r.removed, loaded: r.loaded, problems: r.problems }));
       } else {

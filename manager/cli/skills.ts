@@ -58,7 +58,7 @@ async function listMetadata(opts: CoreOptions & { scope?: string; class?: string
   const url = managerUrl(opts);
   if (url) {
     return (
-      await rpcClients(url).skills.listSkills({
+      await rpcClients(url, opts).skills.listSkills({
         scope: filter.scope ? scopeToProto(filter.scope) : undefined,
         class: filter.class ? classToProto(filter.class) : undefined,
         category: filter.category ?? "",
@@ -109,7 +109,7 @@ export function skillsCommand(): Command {
       let envelope: Record<string, unknown>;
       let seq: string;
       if (url) {
-        const { skills } = rpcClients(url);
+        const { skills } = rpcClients(url, opts);
         let paramsJson: string = opts.params ?? "{}";
         if (!opts.params) {
           const schema = await skills.getSkill({ key }).then((r) => JSON.parse(r.skill?.jsonSchema || "{}")).catch(() => ({}));

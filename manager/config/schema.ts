@@ -36,6 +36,33 @@ export const CONFIG_SCHEMA = {
         local_edge_dirs: { type: "string", default: "", description: "Pack directories for the local edge that `--local-edge` starts, separated by ':' (host skills).", env: "ONGRID_LOCAL_EDGE_PACK_DIRS" },
       },
     },
+    gate: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        default_mode: { type: "string", enum: ["READ_ONLY", "NORMAL", "ASK_DESTRUCTIVE", "BYPASS"], default: "NORMAL", description: "Permission mode of calls that name none (READ_ONLY, NORMAL, ASK_DESTRUCTIVE; BYPASS needs gate.allow_bypass).", env: "ONGRID_GATE_MODE" },
+        allow_bypass: { type: "boolean", default: false, description: "Allow BYPASS mode (development only: non-safe calls run without approval; every such call is logged at warn level).", env: "ONGRID_GATE_ALLOW_BYPASS" },
+        high_risk_tools: { type: "string", default: "restart_service,kubernetes_action", description: "Comma-separated skill keys denied in NORMAL mode and sent to approval in ASK_DESTRUCTIVE (guardrail layer 2).", env: "ONGRID_GATE_HIGH_RISK_TOOLS" },
+        notification_tools: { type: "string", default: "", description: "Comma-separated skill keys that notify people (send a message, page); denied unless gate.allow_notifications.", env: "ONGRID_GATE_NOTIFICATION_TOOLS" },
+        allow_notifications: { type: "boolean", default: false, description: "Let notification tools through the guardrail (they still follow their class).", env: "ONGRID_GATE_ALLOW_NOTIFICATIONS" },
+      },
+    },
+    approvals: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        ttl: { type: "string", default: "1h", description: "How long an approval request waits for its approvers before it expires.", env: "ONGRID_APPROVAL_TTL", format: "duration" },
+        sop_trusted_keys: { type: "string", default: "", description: "PEM public keys (RSA) whose SOP signatures are trusted, ':'-separated file paths; empty means no dangerous call can run.", env: "ONGRID_SOP_TRUSTED_KEYS" },
+      },
+    },
+    credentials: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        key: { type: "string", default: "", description: "Base64 of 32 random bytes: the AES-256-GCM key of the credential store (prefer key_file or the environment).", env: "ONGRID_CREDENTIALS_KEY" },
+        key_file: { type: "string", default: "", description: "File holding the credential key (base64 of 32 bytes); used when credentials.key is empty.", env: "ONGRID_CREDENTIALS_KEY_FILE" },
+      },
+    },
     skills: {
       type: "object",
       additionalProperties: false,
@@ -65,6 +92,9 @@ export interface ManagerConfig {
   database_url: string;
   log_level: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
   packs: { dirs: string; watch: boolean; local_edge_dirs: string };
+  gate: { default_mode: "READ_ONLY" | "NORMAL" | "ASK_DESTRUCTIVE" | "BYPASS"; allow_bypass: boolean; high_risk_tools: string; notification_tools: string; allow_notifications: boolean };
+  approvals: { ttl: string; sop_trusted_keys: string };
+  credentials: { key: string; key_file: string };
   skills: {
     default_timeout: string;
     max_timeout: string;

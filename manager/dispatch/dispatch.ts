@@ -16,7 +16,14 @@ import type { EdgeStore } from "../edges/store.ts";
 /** Who is calling; "0"/"system" is the LLM caller (G1). */
 export interface Caller {
   userId: string;
+  /** viewer | operator | approver | admin | system (the LLM, on behalf of onBehalfOf). */
   role: string;
+  /** Label selectors (user's, token's) an edge must all match to be reachable; none reaches all (G4). */
+  reach?: string[];
+  /** The API token that authenticated the call. */
+  tokenId?: string;
+  /** For the system caller: the user whose session it acts for. */
+  onBehalfOf?: string;
 }
 
 /** One request to execute a skill, as every surface (RPC, CLI, later the LLM bridge) hands it over. */

@@ -26,6 +26,7 @@ export function toolCallToProto(r: AuditRow): ToolCall {
     decisionReason: r.decisionReason,
     approvalId: r.approvalId,
     sopHash: r.sopHash,
+    approvedBy: r.approvedBy ?? "",
     prevHash: r.prevHash,
     rowHash: r.rowHash,
   });

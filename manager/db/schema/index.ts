@@ -1,3 +1,6 @@
 /** Every table of the manager's database; drizzle-kit and the client read the schema from here. */
 export * from "./tool-calls.ts";
 export * from "./edges.ts";
+export * from "./identity.ts";
+export * from "./approvals.ts";
+export * from "./credentials.ts";

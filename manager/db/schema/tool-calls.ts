@@ -21,6 +21,8 @@ export const toolCalls = pgTable(
     decisionReason: text("decision_reason"),
     approvalId: text("approval_id").default(""),
     sopHash: text("sop_hash").default(""),
+    /** Comma-separated ids of the approvers who let the call run ("" when none did). */
+    approvedBy: text("approved_by").notNull().default(""),
     prevHash: text("prev_hash").notNull(),
     rowHash: text("row_hash").notNull(),
   },

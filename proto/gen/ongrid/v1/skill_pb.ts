@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/skill.proto.
  */
 export const file_ongrid_v1_skill: GenFile = /*@__PURE__*/
-  fileDesc("ChVvbmdyaWQvdjEvc2tpbGwucHJvdG8SCW9uZ3JpZC52MSL7AQoKUGFyYW1GaWVsZBIMCgRuYW1lGAEgASgJEiIKBHR5cGUYAiABKA4yFC5vbmdyaWQudjEuUGFyYW1UeXBlEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCHJlcXVpcmVkGAQgASgIEhkKDGRlZmF1bHRfanNvbhgFIAEoCUgAiAEBEhQKB21pbmltdW0YBiABKAFIAYgBARIUCgdtYXhpbXVtGAcgASgBSAKIAQESDwoHcGF0dGVybhgIIAEoCRITCgtlbnVtX3ZhbHVlcxgJIAMoCUIPCg1fZGVmYXVsdF9qc29uQgoKCF9taW5pbXVtQgoKCF9tYXhpbXVtIjQKC1BhcmFtU2NoZW1hEiUKBmZpZWxkcxgBIAMoCzIVLm9uZ3JpZC52MS5QYXJhbUZpZWxkIscCCghNZXRhZGF0YRILCgNrZXkYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIkCgVjbGFzcxgEIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbENsYXNzEiQKBXNjb3BlGAUgASgOMhUub25ncmlkLnYxLlNraWxsU2NvcGUSEAoIY2F0ZWdvcnkYBiABKAkSJgoGcGFyYW1zGAcgASgLMhYub25ncmlkLnYxLlBhcmFtU2NoZW1hEhcKD3Jhd19qc29uX3NjaGVtYRgIIAEoCRIWCg5yZXN1bHRfcHJldmlldxgJIAEoCRITCgtqc29uX3NjaGVtYRgKIAEoCRIQCghlZGdlX2lkcxgLIAMoCRIUCgxkeW5hbWljX3Jpc2sYDCABKAgSFwoPcmlza19jbGFzc2lmaWVyGA0gASgJIjkKClNraWxsRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEgwKBGhpbnQYAyABKAkipQEKC1NraWxsUmVzdWx0Eg8KB3N1Y2Nlc3MYASABKAgSJgoGb3V0cHV0GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiQKBWVycm9yGAMgASgLMhUub25ncmlkLnYxLlNraWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBCABKA0SEQoJdHJ1bmNhdGVkGAUgASgIEg8KB2VkZ2VfaWQYBiABKAkqdAoKU2tpbGxDbGFzcxIbChdTS0lMTF9DTEFTU19VTlNQRUNJRklFRBAAEhQKEFNLSUxMX0NMQVNTX1NBRkUQARIYChRTS0lMTF9DTEFTU19NVVRBVElORxACEhkKFVNLSUxMX0NMQVNTX0RBTkdFUk9VUxADKlgKClNraWxsU2NvcGUSGwoXU0tJTExfU0NPUEVfVU5TUEVDSUZJRUQQABIUChBTS0lMTF9TQ09QRV9IT1NUEAESFwoTU0tJTExfU0NPUEVfTUFOQUdFUhACKs8BCglQYXJhbVR5cGUSGgoWUEFSQU1fVFlQRV9VTlNQRUNJRklFRBAAEhUKEVBBUkFNX1RZUEVfU1RSSU5HEAESFgoSUEFSQU1fVFlQRV9JTlRFR0VSEAISFQoRUEFSQU1fVFlQRV9OVU1CRVIQAxIWChJQQVJBTV9UWVBFX0JPT0xFQU4QBBITCg9QQVJBTV9UWVBFX0VOVU0QBRIXChNQQVJBTV9UWVBFX0RVUkFUSU9OEAYSGgoWUEFSQU1fVFlQRV9TVFJJTkdfTElTVBAHYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChVvbmdyaWQvdjEvc2tpbGwucHJvdG8SCW9uZ3JpZC52MSL7AQoKUGFyYW1GaWVsZBIMCgRuYW1lGAEgASgJEiIKBHR5cGUYAiABKA4yFC5vbmdyaWQudjEuUGFyYW1UeXBlEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhAKCHJlcXVpcmVkGAQgASgIEhkKDGRlZmF1bHRfanNvbhgFIAEoCUgAiAEBEhQKB21pbmltdW0YBiABKAFIAYgBARIUCgdtYXhpbXVtGAcgASgBSAKIAQESDwoHcGF0dGVybhgIIAEoCRITCgtlbnVtX3ZhbHVlcxgJIAMoCUIPCg1fZGVmYXVsdF9qc29uQgoKCF9taW5pbXVtQgoKCF9tYXhpbXVtIjQKC1BhcmFtU2NoZW1hEiUKBmZpZWxkcxgBIAMoCzIVLm9uZ3JpZC52MS5QYXJhbUZpZWxkIscCCghNZXRhZGF0YRILCgNrZXkYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIkCgVjbGFzcxgEIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbENsYXNzEiQKBXNjb3BlGAUgASgOMhUub25ncmlkLnYxLlNraWxsU2NvcGUSEAoIY2F0ZWdvcnkYBiABKAkSJgoGcGFyYW1zGAcgASgLMhYub25ncmlkLnYxLlBhcmFtU2NoZW1hEhcKD3Jhd19qc29uX3NjaGVtYRgIIAEoCRIWCg5yZXN1bHRfcHJldmlldxgJIAEoCRITCgtqc29uX3NjaGVtYRgKIAEoCRIQCghlZGdlX2lkcxgLIAMoCRIUCgxkeW5hbWljX3Jpc2sYDCABKAgSFwoPcmlza19jbGFzc2lmaWVyGA0gASgJIjkKClNraWxsRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEgwKBGhpbnQYAyABKAkipQEKC1NraWxsUmVzdWx0Eg8KB3N1Y2Nlc3MYASABKAgSJgoGb3V0cHV0GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiQKBWVycm9yGAMgASgLMhUub25ncmlkLnYxLlNraWxsRXJyb3ISEwoLZHVyYXRpb25fbXMYBCABKA0SEQoJdHJ1bmNhdGVkGAUgASgIEg8KB2VkZ2VfaWQYBiABKAkqdAoKU2tpbGxDbGFzcxIbChdTS0lMTF9DTEFTU19VTlNQRUNJRklFRBAAEhQKEFNLSUxMX0NMQVNTX1NBRkUQARIYChRTS0lMTF9DTEFTU19NVVRBVElORxACEhkKFVNLSUxMX0NMQVNTX0RBTkdFUk9VUxADKq0BCg5QZXJtaXNzaW9uTW9kZRIfChtQRVJNSVNTSU9OX01PREVfVU5TUEVDSUZJRUQQABIdChlQRVJNSVNTSU9OX01PREVfUkVBRF9PTkxZEAESGgoWUEVSTUlTU0lPTl9NT0RFX05PUk1BTBACEiMKH1BFUk1JU1NJT05fTU9ERV9BU0tfREVTVFJVQ1RJVkUQAxIaChZQRVJNSVNTSU9OX01PREVfQllQQVNTEAQqWAoKU2tpbGxTY29wZRIbChdTS0lMTF9TQ09QRV9VTlNQRUNJRklFRBAAEhQKEFNLSUxMX1NDT1BFX0hPU1QQARIXChNTS0lMTF9TQ09QRV9NQU5BR0VSEAIq6gEKCVBhcmFtVHlwZRIaChZQQVJBTV9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRUEFSQU1fVFlQRV9TVFJJTkcQARIWChJQQVJBTV9UWVBFX0lOVEVHRVIQAhIVChFQQVJBTV9UWVBFX05VTUJFUhADEhYKElBBUkFNX1RZUEVfQk9PTEVBThAEEhMKD1BBUkFNX1RZUEVfRU5VTRAFEhcKE1BBUkFNX1RZUEVfRFVSQVRJT04QBhIaChZQQVJBTV9UWVBFX1NUUklOR19MSVNUEAcSGQoVUEFSQU1fVFlQRV9DUkVERU5USUFMEAhiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * ParamField declares one parameter of a skill.
@@ -353,6 +353,55 @@ export const SkillClassSchema: GenEnum<SkillClass> = /*@__PURE__*/
   enumDesc(file_ongrid_v1_skill, 0);
 
 /**
+ * PermissionMode is the gate's mode for a call (layer 1 of the permission gate).
+ *
+ * @generated from enum ongrid.v1.PermissionMode
+ */
+export enum PermissionMode {
+  /**
+   * Not set: the manager's configured default (gate.default_mode).
+   *
+   * @generated from enum value: PERMISSION_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Only safe (read-only) skills run; everything else is denied.
+   *
+   * @generated from enum value: PERMISSION_MODE_READ_ONLY = 1;
+   */
+  READ_ONLY = 1,
+
+  /**
+   * The default: playbook whitelist and guardrails apply; mutating calls wait for an approver,
+   * dangerous ones for a signed SOP and two approvers; high-risk tools are denied.
+   *
+   * @generated from enum value: PERMISSION_MODE_NORMAL = 2;
+   */
+  NORMAL = 2,
+
+  /**
+   * Like NORMAL, but high-risk tools go to human approval instead of being denied.
+   *
+   * @generated from enum value: PERMISSION_MODE_ASK_DESTRUCTIVE = 3;
+   */
+  ASK_DESTRUCTIVE = 3,
+
+  /**
+   * Development only: no approvals. Refused unless gate.allow_bypass is set; logged loudly.
+   *
+   * @generated from enum value: PERMISSION_MODE_BYPASS = 4;
+   */
+  BYPASS = 4,
+}
+
+/**
+ * Describes the enum ongrid.v1.PermissionMode.
+ */
+export const PermissionModeSchema: GenEnum<PermissionMode> = /*@__PURE__*/
+  enumDesc(file_ongrid_v1_skill, 1);
+
+/**
  * SkillScope says where a skill runs.
  *
  * @generated from enum ongrid.v1.SkillScope
@@ -384,7 +433,7 @@ export enum SkillScope {
  * Describes the enum ongrid.v1.SkillScope.
  */
 export const SkillScopeSchema: GenEnum<SkillScope> = /*@__PURE__*/
-  enumDesc(file_ongrid_v1_skill, 1);
+  enumDesc(file_ongrid_v1_skill, 2);
 
 /**
  * ParamType is the type of one declared parameter.
@@ -447,11 +496,19 @@ export enum ParamType {
    * @generated from enum value: PARAM_TYPE_STRING_LIST = 7;
    */
   STRING_LIST = 7,
+
+  /**
+   * The name of a stored credential (CredentialService); the manager puts the secret's value
+   * in its place when the call runs, and only the name is ever shown or audited.
+   *
+   * @generated from enum value: PARAM_TYPE_CREDENTIAL = 8;
+   */
+  CREDENTIAL = 8,
 }
 
 /**
  * Describes the enum ongrid.v1.ParamType.
  */
 export const ParamTypeSchema: GenEnum<ParamType> = /*@__PURE__*/
-  enumDesc(file_ongrid_v1_skill, 2);
+  enumDesc(file_ongrid_v1_skill, 3);
 

@@ -5,7 +5,9 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Metadata, SkillClass, SkillError, SkillResult, SkillScope } from "./skill_pb.ts";
+import type { Approval } from "./approval_service_pb.ts";
+import { file_ongrid_v1_approval_service } from "./approval_service_pb.ts";
+import type { Metadata, PermissionMode, SkillClass, SkillError, SkillResult, SkillScope } from "./skill_pb.ts";
 import { file_ongrid_v1_skill } from "./skill_pb.ts";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/skill_service.proto.
  */
 export const file_ongrid_v1_skill_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKmAQoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA1CBwoFaW5wdXQiUQoURXhlY3V0ZVNraWxsUmVzcG9uc2USJgoGcmVzdWx0GAEgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0EhEKCWF1ZGl0X3NlcRgCIAEoBCLBAQoSRmFuT3V0U2tpbGxSZXF1ZXN0EgsKA2tleRgBIAEoCRIpCgZwYXJhbXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASFQoLcGFyYW1zX2pzb24YAyABKAlIABIQCghlZGdlX2lkcxgEIAMoCRIQCghzZWxlY3RvchgFIAEoCRIbChNwZXJfZWRnZV90aW1lb3V0X21zGAYgASgNEhIKCnNlc3Npb25faWQYByABKAlCBwoFaW5wdXQifwoTRmFuT3V0U2tpbGxSZXNwb25zZRIyCgtlZGdlX3Jlc3VsdBgBIAEoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0SAASKwoHc3VtbWFyeRgCIAEoCzIYLm9uZ3JpZC52MS5GYW5PdXRTdW1tYXJ5SABCBwoFZXZlbnQihAEKEEZhbk91dEVkZ2VSZXN1bHQSDwoHZWRnZV9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSJAoFZXJyb3IYAyABKAsyFS5vbmdyaWQudjEuU2tpbGxFcnJvchIRCglhdWRpdF9zZXEYBCABKAQibAoNRmFuT3V0U3VtbWFyeRIQCgh0YXJnZXRlZBgBIAEoDRIRCglzdWNjZWVkZWQYAiABKA0SDgoGZmFpbGVkGAMgASgNEhEKCXRpbWVkX291dBgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoDSIUChJSZXNjYW5QYWNrc1JlcXVlc3QiaAoTUmVzY2FuUGFja3NSZXNwb25zZRINCgVhZGRlZBgBIAMoCRIPCgdjaGFuZ2VkGAIgAygJEg8KB3JlbW92ZWQYAyADKAkSDgoGbG9hZGVkGAQgAygJEhAKCHByb2JsZW1zGAUgAygJMpcDCgxTa2lsbFNlcnZpY2USTgoKTGlzdFNraWxscxIcLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVxdWVzdBodLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVzcG9uc2UiA5ACARJICghHZXRTa2lsbBIaLm9uZ3JpZC52MS5HZXRTa2lsbFJlcXVlc3QaGy5vbmdyaWQudjEuR2V0U2tpbGxSZXNwb25zZSIDkAIBEk8KDEV4ZWN1dGVTa2lsbBIeLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXF1ZXN0Gh8ub25ncmlkLnYxLkV4ZWN1dGVTa2lsbFJlc3BvbnNlEk4KC0Zhbk91dFNraWxsEh0ub25ncmlkLnYxLkZhbk91dFNraWxsUmVxdWVzdBoeLm9uZ3JpZC52MS5GYW5PdXRTa2lsbFJlc3BvbnNlMAESTAoLUmVzY2FuUGFja3MSHS5vbmdyaWQudjEuUmVzY2FuUGFja3NSZXF1ZXN0Gh4ub25ncmlkLnYxLlJlc2NhblBhY2tzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_ongrid_v1_skill]);
+  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKCAgoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA0SMgoPcGVybWlzc2lvbl9tb2RlGAcgASgOMhkub25ncmlkLnYxLlBlcm1pc3Npb25Nb2RlEgsKA3NvcBgIIAEoCRIZChF3YWl0X2Zvcl9hcHByb3ZhbBgJIAEoCEIHCgVpbnB1dCJ4ChRFeGVjdXRlU2tpbGxSZXNwb25zZRImCgZyZXN1bHQYASABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSEQoJYXVkaXRfc2VxGAIgASgEEiUKCGFwcHJvdmFsGAMgASgLMhMub25ncmlkLnYxLkFwcHJvdmFsIvUBChJGYW5PdXRTa2lsbFJlcXVlc3QSCwoDa2V5GAEgASgJEikKBnBhcmFtcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIVCgtwYXJhbXNfanNvbhgDIAEoCUgAEhAKCGVkZ2VfaWRzGAQgAygJEhAKCHNlbGVjdG9yGAUgASgJEhsKE3Blcl9lZGdlX3RpbWVvdXRfbXMYBiABKA0SEgoKc2Vzc2lvbl9pZBgHIAEoCRIyCg9wZXJtaXNzaW9uX21vZGUYCCABKA4yGS5vbmdyaWQudjEuUGVybWlzc2lvbk1vZGVCBwoFaW5wdXQifwoTRmFuT3V0U2tpbGxSZXNwb25zZRIyCgtlZGdlX3Jlc3VsdBgBIAEoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0SAASKwoHc3VtbWFyeRgCIAEoCzIYLm9uZ3JpZC52MS5GYW5PdXRTdW1tYXJ5SABCBwoFZXZlbnQihAEKEEZhbk91dEVkZ2VSZXN1bHQSDwoHZWRnZV9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSJAoFZXJyb3IYAyABKAsyFS5vbmdyaWQudjEuU2tpbGxFcnJvchIRCglhdWRpdF9zZXEYBCABKAQifgoNRmFuT3V0U3VtbWFyeRIQCgh0YXJnZXRlZBgBIAEoDRIRCglzdWNjZWVkZWQYAiABKA0SDgoGZmFpbGVkGAMgASgNEhEKCXRpbWVkX291dBgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoDRIQCghsZWZ0X291dBgGIAEoDSIUChJSZXNjYW5QYWNrc1JlcXVlc3QiaAoTUmVzY2FuUGFja3NSZXNwb25zZRINCgVhZGRlZBgBIAMoCRIPCgdjaGFuZ2VkGAIgAygJEg8KB3JlbW92ZWQYAyADKAkSDgoGbG9hZGVkGAQgAygJEhAKCHByb2JsZW1zGAUgAygJMpcDCgxTa2lsbFNlcnZpY2USTgoKTGlzdFNraWxscxIcLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVxdWVzdBodLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVzcG9uc2UiA5ACARJICghHZXRTa2lsbBIaLm9uZ3JpZC52MS5HZXRTa2lsbFJlcXVlc3QaGy5vbmdyaWQudjEuR2V0U2tpbGxSZXNwb25zZSIDkAIBEk8KDEV4ZWN1dGVTa2lsbBIeLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXF1ZXN0Gh8ub25ncmlkLnYxLkV4ZWN1dGVTa2lsbFJlc3BvbnNlEk4KC0Zhbk91dFNraWxsEh0ub25ncmlkLnYxLkZhbk91dFNraWxsUmVxdWVzdBoeLm9uZ3JpZC52MS5GYW5PdXRTa2lsbFJlc3BvbnNlMAESTAoLUmVzY2FuUGFja3MSHS5vbmdyaWQudjEuUmVzY2FuUGFja3NSZXF1ZXN0Gh4ub25ncmlkLnYxLlJlc2NhblBhY2tzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_ongrid_v1_approval_service, file_ongrid_v1_skill]);
 
 /**
  * ListSkillsRequest filters the listing; empty fields match everything.
@@ -176,6 +178,30 @@ export type ExecuteSkillRequest = Message<"ongrid.v1.ExecuteSkillRequest"> & {
    * @generated from field: uint32 timeout_ms = 6;
    */
   timeoutMs: number;
+
+  /**
+   * The gate's mode for this call; unspecified uses gate.default_mode. BYPASS is refused unless
+   * the manager enables it.
+   *
+   * @generated from field: ongrid.v1.PermissionMode permission_mode = 7;
+   */
+  permissionMode: PermissionMode;
+
+  /**
+   * For a dangerous call: the signed SOP document (as `ongrid sop sign` writes it) that covers
+   * this skill and these params.
+   *
+   * @generated from field: string sop = 8;
+   */
+  sop: string;
+
+  /**
+   * When the call needs approval: true waits until it has run (or was denied or expired, or the
+   * RPC deadline passed); false returns at once with the pending approval.
+   *
+   * @generated from field: bool wait_for_approval = 9;
+   */
+  waitForApproval: boolean;
 };
 
 /**
@@ -199,11 +225,19 @@ export type ExecuteSkillResponse = Message<"ongrid.v1.ExecuteSkillResponse"> & {
   result?: SkillResult | undefined;
 
   /**
-   * Sequence number of the audit row written for this call.
+   * Sequence number of the audit row written for this call (for a parked call: the row that
+   * recorded the approval request).
    *
    * @generated from field: uint64 audit_seq = 2;
    */
   auditSeq: bigint;
+
+  /**
+   * Set when the call needed approval: pending (no result yet), or executed (result set).
+   *
+   * @generated from field: ongrid.v1.Approval approval = 3;
+   */
+  approval?: Approval | undefined;
 };
 
 /**
@@ -276,6 +310,14 @@ export type FanOutSkillRequest = Message<"ongrid.v1.FanOutSkillRequest"> & {
    * @generated from field: string session_id = 7;
    */
   sessionId: string;
+
+  /**
+   * The gate's mode for every call; unspecified uses gate.default_mode. A fan-out runs only
+   * calls the gate allows outright: one that needs approval is refused for each edge.
+   *
+   * @generated from field: ongrid.v1.PermissionMode permission_mode = 8;
+   */
+  permissionMode: PermissionMode;
 };
 
 /**
@@ -404,6 +446,14 @@ export type FanOutSummary = Message<"ongrid.v1.FanOutSummary"> & {
    * @generated from field: uint32 duration_ms = 5;
    */
   durationMs: number;
+
+  /**
+   * Edges the request matched that are outside the caller's reach (asset permissions); they
+   * were not called and are not counted in targeted.
+   *
+   * @generated from field: uint32 left_out = 6;
+   */
+  leftOut: number;
 };
 
 /**

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Metadata, SkillResult } from "./skill_pb.ts";
+import type { Metadata, SkillClass, SkillResult } from "./skill_pb.ts";
 import { file_ongrid_v1_skill } from "./skill_pb.ts";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/tunnel.proto.
  */
 export const file_ongrid_v1_tunnel: GenFile = /*@__PURE__*/
-  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEiwwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SAASLgoJaW52ZW50b3J5GAQgASgLMhkub25ncmlkLnYxLlNraWxsSW52ZW50b3J5SABCBwoFZnJhbWUiuAEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAQgcKBWZyYW1lIskBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjUKDlNraWxsSW52ZW50b3J5EiMKBnNraWxscxgBIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSJSCgdXZWxjb21lEg8KB2VkZ2VfaWQYASABKAkSFwoPbWFuYWdlcl92ZXJzaW9uGAIgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoDSJkCgdFeGVjdXRlEg8KB2NhbGxfaWQYASABKAkSCwoDa2V5GAIgASgJEicKBnBhcmFtcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKdGltZW91dF9tcxgEIAEoDSJICg1FeGVjdXRlUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0IikKBkNhbmNlbBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIkCglIZWFydGJlYXQSFwoPc2VudF9hdF91bml4X21zGAEgASgDMlkKEUVkZ2VUdW5uZWxTZXJ2aWNlEkQKB0Nvbm5lY3QSGS5vbmdyaWQudjEuQ29ubmVjdFJlcXVlc3QaGi5vbmdyaWQudjEuQ29ubmVjdFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_google_protobuf_struct, file_ongrid_v1_skill]);
+  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEiwwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SAASLgoJaW52ZW50b3J5GAQgASgLMhkub25ncmlkLnYxLlNraWxsSW52ZW50b3J5SABCBwoFZnJhbWUiuAEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAQgcKBWZyYW1lIskBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjUKDlNraWxsSW52ZW50b3J5EiMKBnNraWxscxgBIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSJSCgdXZWxjb21lEg8KB2VkZ2VfaWQYASABKAkSFwoPbWFuYWdlcl92ZXJzaW9uGAIgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoDSKTAQoHRXhlY3V0ZRIPCgdjYWxsX2lkGAEgASgJEgsKA2tleRgCIAEoCRInCgZwYXJhbXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCnRpbWVvdXRfbXMYBCABKA0SLQoIYXBwcm92YWwYBSABKAsyGy5vbmdyaWQudjEuQXBwcm92YWxFdmlkZW5jZSKeAQoQQXBwcm92YWxFdmlkZW5jZRITCgthcHByb3ZhbF9pZBgBIAEoCRIRCglhcHByb3ZlcnMYAiADKAkSEAoIc29wX2hhc2gYAyABKAkSLgoPZWZmZWN0aXZlX2NsYXNzGAQgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEwoLcmVhc29uX3R5cGUYBSABKAkSCwoDbWFjGAYgASgMIkgKDUV4ZWN1dGVSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQiKQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIiQKCUhlYXJ0YmVhdBIXCg9zZW50X2F0X3VuaXhfbXMYASABKAMyWQoRRWRnZVR1bm5lbFNlcnZpY2USRAoHQ29ubmVjdBIZLm9uZ3JpZC52MS5Db25uZWN0UmVxdWVzdBoaLm9uZ3JpZC52MS5Db25uZWN0UmVzcG9uc2UoATABYgZwcm90bzM", [file_google_protobuf_struct, file_ongrid_v1_skill]);
 
 /**
  * ConnectRequest is one frame from the edge to the manager.
@@ -266,6 +266,14 @@ export type Execute = Message<"ongrid.v1.Execute"> & {
    * @generated from field: uint32 timeout_ms = 4;
    */
   timeoutMs: number;
+
+  /**
+   * For a call that is not safe: what let it through the manager's gate. An edge refuses a
+   * call whose effective class is not safe unless this is present and its mac verifies.
+   *
+   * @generated from field: ongrid.v1.ApprovalEvidence approval = 5;
+   */
+  approval?: ApprovalEvidence | undefined;
 };
 
 /**
@@ -274,6 +282,63 @@ export type Execute = Message<"ongrid.v1.Execute"> & {
  */
 export const ExecuteSchema: GenMessage<Execute> = /*@__PURE__*/
   messageDesc(file_ongrid_v1_tunnel, 5);
+
+/**
+ * ApprovalEvidence is the proof of approval the manager attaches to a non-safe call.
+ *
+ * @generated from message ongrid.v1.ApprovalEvidence
+ */
+export type ApprovalEvidence = Message<"ongrid.v1.ApprovalEvidence"> & {
+  /**
+   * The approval request that was approved ("" for a call allowed in BYPASS mode).
+   *
+   * @generated from field: string approval_id = 1;
+   */
+  approvalId: string;
+
+  /**
+   * The users who approved it (one for mutating, two for dangerous).
+   *
+   * @generated from field: repeated string approvers = 2;
+   */
+  approvers: string[];
+
+  /**
+   * SHA-256 (hex) of the signed SOP covering a dangerous call.
+   *
+   * @generated from field: string sop_hash = 3;
+   */
+  sopHash: string;
+
+  /**
+   * The effective class the manager decided for these params.
+   *
+   * @generated from field: ongrid.v1.SkillClass effective_class = 4;
+   */
+  effectiveClass: SkillClass;
+
+  /**
+   * The gate's decision reason type, e.g. "approved" or "bypass".
+   *
+   * @generated from field: string reason_type = 5;
+   */
+  reasonType: string;
+
+  /**
+   * HMAC-SHA256, keyed with the SHA-256 hex of the edge's token, over the call id, key,
+   * canonical params and the fields above (see docs/edge.md); binds the evidence to this call.
+   *
+   * @generated from field: bytes mac = 6;
+   */
+  mac: Uint8Array;
+};
+
+/**
+ * Describes the message ongrid.v1.ApprovalEvidence.
+ * Use `create(ApprovalEvidenceSchema)` to create a new message.
+ */
+export const ApprovalEvidenceSchema: GenMessage<ApprovalEvidence> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_tunnel, 6);
 
 /**
  * ExecuteResult carries the outcome of one call.
@@ -301,7 +366,7 @@ export type ExecuteResult = Message<"ongrid.v1.ExecuteResult"> & {
  * Use `create(ExecuteResultSchema)` to create a new message.
  */
 export const ExecuteResultSchema: GenMessage<ExecuteResult> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 6);
+  messageDesc(file_ongrid_v1_tunnel, 7);
 
 /**
  * Cancel stops a running call.
@@ -329,7 +394,7 @@ export type Cancel = Message<"ongrid.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 7);
+  messageDesc(file_ongrid_v1_tunnel, 8);
 
 /**
  * Heartbeat shows the sender is alive.
@@ -350,7 +415,7 @@ export type Heartbeat = Message<"ongrid.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 8);
+  messageDesc(file_ongrid_v1_tunnel, 9);
 
 /**
  * EdgeTunnelService is the one stream an edge dials out to the manager; the manager never
