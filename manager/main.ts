@@ -3,6 +3,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Interceptor } from "@connectrpc/connect";
 import { createPackSet, type PackSet } from "../skill/pack/loader.ts";
 import pino, { type Logger } from "pino";
+import { OngridError } from "../skill/errors.ts";
 import type { SkillRegistry } from "../skill/registry.ts";
 import { openDatabase, type Database } from "./db/client.ts";
 import { createAuditLog } from "./audit/log.ts";
@@ -18,6 +19,12 @@ import { listen, type DualHandler } from "./server/listen.ts";
 import { routes } from "./server/routes.ts";
 import { toConnectError } from "./server/errors.ts";
 import { auditUndecoded, markDecoded, requestContextValues } from "./server/undecoded-audit.ts";
+import { createIdentityStore, type IdentityStore } from "./identity/store.ts";
+import { createApprovalStore, type ApprovalStore } from "./approvals/store.ts";
+import { createApprovalWorkflow, type ApprovalWorkflow } from "./approvals/workflow.ts";
+import { createCredentialStore, type CredentialStore } from "./credentials/store.ts";
+import { loadCredentialKey } from "./credentials/crypto.ts";
+import { authInterceptor } from "./server/auth.ts";
 
 /** The manager's version, reported to edges and in logs. */
 export const MANAGER_VERSION = "0.1.0";
@@ -34,6 +41,12 @@ export interface Manager {
   /** Skill packs of the manager (packs.dirs), when configured. */
   packs?: PackSet;
   database: Database;
+  identity: IdentityStore;
+  approvals: ApprovalStore;
+  workflow: ApprovalWorkflow;
+  credentials: CredentialStore;
+  /** Set on the first start of an empty database: the "admin" user's token, to print once. */
+  bootstrapToken?: string;
   log: Logger;
   close(): Promise<void>;
 }
@@ -62,17 +75,30 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     maxFrameBytes: config.tunnel.max_frame_bytes,
     outputCapBytes: config.skills.output_cap_bytes,
   });
-  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges });
+  const identity = createIdentityStore(database);
+  const approvals = createApprovalStore(database);
+  const credentials = createCredentialStore(database, loadCredentialKey(config.credentials));
+  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials });
+  const workflow = createApprovalWorkflow({ store: approvals, audit, log, run: dispatcher.runApproved });
   const packDirs = splitDirs(config.packs.dirs);
   const packs = packDirs.length ? createPackSet({ dirs: packDirs, scope: "manager", registry, log }) : undefined;
   packs?.rescan();
-  return { registry, database, audit, dispatcher, hub, edges, packs };
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials };
 }
 
 /** Starts a manager on the configured port. */
 export async function startManager(config: ManagerConfig, log: Logger = createLogger(config.log_level)): Promise<Manager> {
   const core = await openCore(config, log);
   await core.edges.resetPresence();
+  if (config.gate.allow_bypass) log.warn("gate.allow_bypass is set: callers may ask for BYPASS mode and run non-safe skills WITHOUT approval (development only)");
+  if (config.gate.default_mode === "BYPASS" && !config.gate.allow_bypass) {
+    await core.database.close();
+    throw new OngridError("invalid_argument", "gate.default_mode: BYPASS needs gate.allow_bypass: true (rule: bypass)", "BYPASS is for development only");
+  }
+  const boot = await core.identity.bootstrap();
+  if (boot) log.warn({ user: boot.userId }, "first start: created the admin user; its token is printed once on stdout");
+  await core.workflow.recover();
+  core.workflow.start();
   const errorMapper: Interceptor = (next) => async (req) => {
     let res;
     try {
@@ -97,7 +123,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   const rpc = connectNodeAdapter({
     routes: routes(core),
     readMaxBytes: config.server.max_request_bytes,
-    interceptors: [markDecoded, errorMapper],
+    interceptors: [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log })],
     contextValues: requestContextValues,
     fallback: (req, res) => {
       if (req.url === "/healthz") {
@@ -129,9 +155,11 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     url: listener.url,
     port: listener.port,
     ...core,
+    bootstrapToken: boot?.token,
     log,
     async close() {
       stopWatching?.();
+      core.workflow.stop();
       core.hub.closeAll();
       await listener.close();
       await core.dispatcher.drain();

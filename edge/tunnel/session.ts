@@ -13,7 +13,9 @@ import type { SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { validateParams } from "../../skill/validate.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
-import { metadataToProto } from "../../skill/proto.ts";
+import { classFromProto, metadataToProto } from "../../skill/proto.ts";
+import { effectiveClass } from "../../skill/registry.ts";
+import { evidenceKey, evidenceProblem } from "../../skill/evidence.ts";
 import { createChannel } from "./channel.ts";
 
 /** What the session needs to know about this edge. */
@@ -85,6 +87,7 @@ function failure(code: string, message: string, hint: string, edgeId: string): R
 
 /** Runs one session until the stream ends or `signal` aborts. Never throws. */
 export async function runSession(transport: Transport, token: string, rt: EdgeRuntime, signal: AbortSignal): Promise<SessionEnd> {
+  const macKey = evidenceKey(token);
   const client = createClient(EdgeTunnelService, transport);
   const out = createChannel<Frame>();
   const stop = new AbortController();
@@ -158,6 +161,18 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
       } catch (err) {
         const e = err as OngridError;
         return send(x.callId, failure("invalid_argument", e.message, e.hint, rt.id));
+      }
+      // Defence in depth: a non-safe call runs only with approval evidence from our manager.
+      const cls = effectiveClass(skill, params);
+      const a = x.approval;
+      const problem = evidenceProblem(
+        macKey,
+        { callId: x.callId, key: x.key, params: x.params ?? {}, cls },
+        a ? { approvalId: a.approvalId, approvers: a.approvers, sopHash: a.sopHash, effectiveClass: classFromProto(a.effectiveClass), reasonType: a.reasonType, mac: a.mac } : undefined,
+      );
+      if (problem) {
+        rt.log.warn({ skill: x.key, call_id: x.callId, class: cls, reason: problem }, "refused a non-safe call without valid approval evidence");
+        return send(x.callId, failure("permission_denied", `edge refused: ${problem}`, "non-safe calls must come through the manager's approval workflow", rt.id));
       }
       try {
         await limiter.acquire(gate);

@@ -1,5 +1,8 @@
 /** The hash chain of the audit log (H2): a canonical form of each row and the SHA-256 link to its predecessor. */
 import { createHash } from "node:crypto";
+import { canonicalJson, encodeCanonical as encode } from "../../skill/canonical.ts";
+
+export { canonicalJson };
 
 /** prev_hash of the first row. */
 export const GENESIS_HASH = "0".repeat(64);
@@ -48,44 +51,3 @@ const str = (v: string | null | undefined): string => (v === null || v === undef
 const num = (v: number): string => (Number.isFinite(v) ? JSON.stringify(v) : "null");
 const date = (v: Date): string => encode(v)!;
 
-/**
- * JSON with object keys sorted recursively (by UTF-16 code units) and dates as ISO strings with
- * milliseconds, so the text depends only on the value, not on key order (jsonb reorders keys).
- * Otherwise it follows JSON.stringify: undefined, functions and symbols are dropped from objects and
- * become null in arrays; non-finite numbers become null; bigints become decimal strings.
- */
-export function canonicalJson(value: unknown): string {
-  return encode(value) ?? "null";
-}
-
-function encode(value: unknown): string | undefined {
-  switch (typeof value) {
-    case "string":
-      return JSON.stringify(value);
-    case "number":
-      return Number.isFinite(value) ? JSON.stringify(value) : "null";
-    case "boolean":
-      return value ? "true" : "false";
-    case "bigint":
-      return JSON.stringify(value.toString());
-    case "undefined":
-    case "function":
-    case "symbol":
-      return undefined;
-  }
-  if (value === null) return "null";
-  if (value instanceof Date) {
-    if (Number.isNaN(value.getTime())) throw new RangeError("canonicalJson: invalid Date");
-    return JSON.stringify(value.toISOString());
-  }
-  if (Array.isArray(value)) return `[${value.map((v) => encode(v) ?? "null").join(",")}]`;
-  const toJSON = (value as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return encode(toJSON.call(value));
-  const obj = value as Record<string, unknown>;
-  const parts: string[] = [];
-  for (const key of Object.keys(obj).sort()) {
-    const v = encode(obj[key]);
-    if (v !== undefined) parts.push(`${JSON.stringify(key)}:${v}`);
-  }
-  return `{${parts.join(",")}}`;
-}

@@ -1,7 +1,34 @@
+/** A --mode value, checked. */
+function modeFromFlag(v: string): "READ_ONLY" | "NORMAL" | "ASK_DESTRUCTIVE" | "BYPASS" {
+  const m = v.toUpperCase().replace(/-/g, "_");
+  if (!(MODES as readonly string[]).includes(m)) flagError("--mode", `"${v}" is not a permission mode (rule: enum ${MODES.join("|")})`);
+  return m as (typeof MODES)[number];
+}
+
+/** Prints a call parked for approval. */
+function printParked(approval: Approval | undefined, seq: string, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify({ approval: approval ? toJson(ApprovalSchema, approval) : null, audit_seq: seq }, null, 2));
+    return;
+  }
+  if (!approval) throw new OngridError("internal", "the manager parked the call without an approval request");
+  const n = approval.requiredApprovals;
+  console.log(approval.id);
+  console.error(
+    `approval required: ${approval.id} (${classFromProto(approval.effectiveClass)}, needs ${n} approver${n > 1 ? "s" : ""} other than you${approval.sopHash ? `; SOP ${approval.sopId} v${approval.sopVersion}` : ""}), expires ${timestampDate(approval.expiresAt!).toISOString()}\n` +
+      `an approver runs: ongrid approvals approve ${approval.id}   (audit row ${seq})`,
+  );
+}
+
 /** `ongrid skills list|get|run|lint`. */
 import { Command } from "commander";
 import { toJson } from "@bufbuild/protobuf";
-import { MetadataSchema, SkillResultSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { MetadataSchema, PermissionMode, SkillResultSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { ApprovalSchema, type Approval } from "../../proto/gen/ongrid/v1/approval_service_pb.ts";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { readFileSync } from "node:fs";
+import { MODES } from "../gate/gate.ts";
+import { approvalToProto } from "../server/approval-service.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { lintRegistry, formatFindings } from "../../skill/lint.ts";
 import { createPackSet } from "../../skill/pack/loader.ts";
@@ -101,9 +128,21 @@ export function skillsCommand(): Command {
     .option("--edge <id>", "edge to run a host skill on")
     .option("--session <id>", "session id recorded in the audit row")
     .option("--timeout <duration>", "deadline, e.g. 30s")
+    .option("--mode <mode>", "permission mode: READ_ONLY, NORMAL, ASK_DESTRUCTIVE or BYPASS (default: the manager's gate.default_mode)")
+    .option("--sop <file>", "signed SOP covering a dangerous call (`ongrid sop sign`)")
+    .option("--wait", "when the call needs approval, wait until it has run (or was denied or expired)")
     .option("--json", "print the result envelope as JSON")
     .action(async (key: string, opts) => {
       if (opts.params && opts.param.length) flagError("--params", "use either --params or --param, not both");
+      const mode = opts.mode ? modeFromFlag(opts.mode) : undefined;
+      let sop = "";
+      if (opts.sop) {
+        try {
+          sop = readFileSync(opts.sop, "utf8");
+        } catch (err) {
+          flagError("--sop", `cannot read ${opts.sop}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        }
+      }
       const timeoutMs = opts.timeout ? parseDuration(opts.timeout) : undefined;
       const url = managerUrl(opts);
       let envelope: Record<string, unknown>;
@@ -115,7 +154,17 @@ export function skillsCommand(): Command {
           const schema = await skills.getSkill({ key }).then((r) => JSON.parse(r.skill?.jsonSchema || "{}")).catch(() => ({}));
           paramsJson = JSON.stringify(coerceParams(opts.param, schema));
         }
-        const res = await skills.executeSkill({ key, input: { case: "paramsJson", value: paramsJson }, edgeId: opts.edge ?? "", sessionId: opts.session ?? "", timeoutMs: timeoutMs ?? 0 });
+        const res = await skills.executeSkill({
+          key,
+          input: { case: "paramsJson", value: paramsJson },
+          edgeId: opts.edge ?? "",
+          sessionId: opts.session ?? "",
+          timeoutMs: timeoutMs ?? 0,
+          permissionMode: mode ? PermissionMode[mode] : PermissionMode.UNSPECIFIED,
+          sop,
+          waitForApproval: Boolean(opts.wait),
+        });
+        if (!res.result) return printParked(res.approval, String(res.auditSeq), Boolean(opts.json));
         envelope = toJson(SkillResultSchema, res.result!, { alwaysEmitImplicit: true, useProtoFieldName: true }) as Record<string, unknown>;
         seq = String(res.auditSeq);
       } else {
@@ -128,8 +177,11 @@ export function skillsCommand(): Command {
             sessionId: opts.session,
             timeoutMs,
             caller: { userId: `cli:${process.env.USER ?? "local"}`, role: "admin" },
+            mode,
+            sop,
           });
         });
+        if (!out.result) return printParked(out.approval ? approvalToProto(out.approval) : undefined, String(out.auditSeq), Boolean(opts.json));
         envelope = toJson(SkillResultSchema, resultToProto(out.result), { alwaysEmitImplicit: true, useProtoFieldName: true }) as Record<string, unknown>;
         seq = String(out.auditSeq);
       }

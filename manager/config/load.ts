@@ -122,7 +122,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
     if (v !== undefined) setPath(doc, leaf.path, v);
     sources.set(key, `command-line flag`);
   }
-  for (const section of ["server", "tunnel", "packs", "skills"]) if (doc[section] === undefined) doc[section] = {};
+  for (const [section, spec] of Object.entries(CONFIG_SCHEMA.properties)) if (spec.type === "object" && doc[section] === undefined) doc[section] = {};
   if (doc.skills && typeof doc.skills === "object" && doc.skills.web_search === undefined) doc.skills.web_search = {};
   if (!validate(doc) || problems.length) {
     const lines = [...problems, ...(validate.errors ?? []).map((e) => describe(e, sources))];

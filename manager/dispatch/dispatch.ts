@@ -12,6 +12,15 @@ import type { AuditLog } from "../audit/types.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import type { EdgeStore } from "../edges/store.ts";
+import { decide, policyFromConfig, type PermissionDecision, type PermissionMode } from "../gate/gate.ts";
+import { reaches } from "../identity/reach.ts";
+import type { ApprovalStore } from "../approvals/store.ts";
+import type { ApprovalRow } from "../db/schema/index.ts";
+import { checkSop, loadTrustedKeys, type TrustedKey } from "../sop/sop.ts";
+import { injectCredentials, scrubSecrets } from "../credentials/inject.ts";
+import type { CredentialStore } from "../credentials/store.ts";
+import type { Evidence } from "../tunnel/hub.ts";
+
 
 /** Who is calling; "0"/"system" is the LLM caller (G1). */
 export interface Caller {
@@ -38,12 +47,23 @@ export interface ExecuteInput {
   timeoutMs?: number;
   caller: Caller;
   signal?: AbortSignal;
+  /** The gate's mode; undefined uses gate.default_mode. */
+  mode?: PermissionMode;
+  /** Layer 0: the current playbook's allowed_tools (undefined: no playbook). */
+  whitelist?: readonly string[];
+  /** The signed SOP text for a dangerous call. */
+  sop?: string;
+  /** For a call that needs approval: wait until it ran (true) or return the pending request (false). */
+  waitForApproval?: boolean;
+  /** Refuse instead of parking when approval would be needed (fan-out). */
+  noApproval?: boolean;
 }
 
-/** The envelope plus the audit row it produced. */
+/** The envelope plus the audit row it produced; for a parked call, the approval request instead of a result. */
 export interface ExecuteOutput {
-  result: ResultEnvelope;
+  result?: ResultEnvelope;
   auditSeq: number;
+  approval?: ApprovalRow;
 }
 
 /** An OngridError that also carries the audit row written for the refused call. */
@@ -63,13 +83,38 @@ export interface DispatcherDeps {
   audit: AuditLog;
   config: ManagerConfig;
   log: Logger;
+  approvals: ApprovalStore;
+  credentials?: CredentialStore;
+}
+
+/** Where a call goes: in process, or down one edge's tunnel. */
+type Target = { skill: Skill; edgeId: string; labels: Record<string, string> };
+
+/** What is known of a call while it is being decided, for its audit row. */
+interface Trail {
+  args: unknown;
+  decision: string;
+  decisionReason: string;
+  approvalId: string;
+  sopHash: string;
+  approvedBy: string;
 }
 
 /** Creates the dispatcher: one row per call, on every outcome. */
 export function createDispatcher(deps: DispatcherDeps) {
-  const { registry, audit, config, log, hub, edges } = deps;
+  const { registry, audit, config, log, hub, edges, approvals, credentials } = deps;
   const defaultTimeout = parseDuration(config.skills.default_timeout);
   const maxTimeout = parseDuration(config.skills.max_timeout);
+  const approvalTtl = parseDuration(config.approvals.ttl);
+  const policy = policyFromConfig(config.gate);
+  // Read once at start: a key file that cannot be read stops the manager with its name.
+  const trustedKeys: TrustedKey[] = loadTrustedKeys(
+    config.approvals.sop_trusted_keys
+      .split(":")
+      .map((f) => f.trim())
+      .filter(Boolean),
+  );
+  const sopKeys = () => trustedKeys;
 
   function resolveTimeout(requested: number | undefined): number {
     if (!requested) return defaultTimeout;
@@ -100,9 +145,9 @@ export function createDispatcher(deps: DispatcherDeps) {
     }
   }
 
-  /** Where a call goes: in process, or down one edge's tunnel. */
-  type Target = { skill: Skill; edgeId: string };
+  const unknownEdge = (edgeId: string) => new OngridError("not_found", `unknown edge "${edgeId}"`, "ListEdges shows the enrolled edges");
 
+  /** Resolves where a call goes; an edge outside the caller's reach is answered exactly like an unknown one. */
   async function resolveTarget(input: ExecuteInput): Promise<Target> {
     if (!input.key) throw new OngridError("invalid_argument", "key: is required (rule: required)", "name a skill; ListSkills shows the keys");
     const local = registry.get(input.key);
@@ -114,11 +159,12 @@ export function createDispatcher(deps: DispatcherDeps) {
           "leave edge_id out; this skill runs inside the manager",
         );
       }
-      return { skill: local, edgeId: "" };
+      return { skill: local, edgeId: "", labels: {} };
     }
+    const visible = hub.sessions().filter((s) => reaches(input.caller, s.hello.labels));
     if (!input.edgeId) {
-      const offeredBy = hub.sessions().filter((s) => s.skills.has(input.key)).map((s) => s.edgeId);
-      if (!offeredBy.length) return { skill: registry.getOrThrow(input.key), edgeId: "" };
+      const offeredBy = visible.filter((s) => s.skills.has(input.key)).map((s) => s.edgeId);
+      if (!offeredBy.length) return { skill: registry.getOrThrow(input.key), edgeId: "", labels: {} };
       throw new OngridError(
         "invalid_argument",
         `edge_id: is required for the host skill "${input.key}" (rule: required)`,
@@ -128,31 +174,34 @@ export function createDispatcher(deps: DispatcherDeps) {
     const session = hub.session(input.edgeId);
     if (!session) {
       const row = await edges.get(input.edgeId);
-      if (!row || row.revokedAt) throw new OngridError("not_found", `unknown edge "${input.edgeId}"`, "ListEdges shows the enrolled edges");
+      if (!row || row.revokedAt || !reaches(input.caller, row.labels)) throw unknownEdge(input.edgeId);
       const seen = row.lastSeenAt ? `last seen ${row.lastSeenAt.toISOString()}` : "never connected";
       throw new OngridError("unavailable", `edge "${input.edgeId}" is offline (${seen})`, "retry when the edge is back online, or pick another edge");
     }
+    if (!reaches(input.caller, session.hello.labels)) throw unknownEdge(input.edgeId);
     const skill = session.skills.get(input.key);
     if (!skill) {
-      if (!hub.sessions().some((s) => s.skills.has(input.key))) registry.getOrThrow(input.key);
+      if (!visible.some((s) => s.skills.has(input.key))) registry.getOrThrow(input.key);
       throw new OngridError(
         "failed_precondition",
         `edge "${input.edgeId}" does not offer skill "${input.key}"`,
         "GetEdge lists the skills an edge offers; ListSkills shows which edges offer a key",
       );
     }
-    return { skill, edgeId: input.edgeId };
+    return { skill, edgeId: input.edgeId, labels: { ...session.hello.labels } };
   }
 
   const inflight = new Set<Promise<unknown>>();
-
-  /** Runs one call end to end; throws AuditedError for refusals, returns the envelope otherwise. */
-  function execute(input: ExecuteInput): Promise<ExecuteOutput> {
-    const p = executeOnce(input);
+  function track<T>(p: Promise<T>): Promise<T> {
     inflight.add(p);
     const done = () => inflight.delete(p);
     p.then(done, done);
     return p;
+  }
+
+  /** Runs one call end to end; throws AuditedError for refusals, returns the envelope (or the parked request) otherwise. */
+  function execute(input: ExecuteInput): Promise<ExecuteOutput> {
+    return track(executeOnce(input));
   }
 
   /** Resolves once every call started so far has written its audit row. */
@@ -160,108 +209,211 @@ export function createDispatcher(deps: DispatcherDeps) {
     while (inflight.size) await Promise.allSettled([...inflight]);
   }
 
-  async function executeOnce(input: ExecuteInput): Promise<ExecuteOutput> {
-    const startedAt = new Date();
-    const callId = randomUUID();
-    let args: unknown = input.paramsJson ?? input.params ?? {};
-    let decision = "";
-    let decisionReason = "";
-    const base = () => ({
-      sessionId: input.sessionId ?? "",
+  function asOngrid(err: unknown): OngridError {
+    if (err instanceof OngridError) return err;
+    log.error({ err: { message: redactString(String((err as Error)?.message ?? err)), stack: redactString(String((err as Error)?.stack ?? "")) } }, "unexpected error while dispatching a call");
+    return new OngridError("internal", "internal error while dispatching the call; see the manager log");
+  }
+
+  /** Writes the row of a call and returns its seq. */
+  async function record(input: { key: string; edgeId: string; sessionId: string; caller: Caller }, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string }): Promise<number> {
+    const finishedAt = new Date();
+    const row = await audit.append({
+      sessionId: input.sessionId,
       toolName: input.key,
-      args,
-      deviceId: input.edgeId ?? "",
+      args: trail.args,
+      result: outcome.result,
+      error: outcome.error,
+      deviceId: input.edgeId,
       startedAt,
+      finishedAt,
+      durationMs: finishedAt.getTime() - startedAt.getTime(),
       callerUserId: input.caller.userId,
       callerRole: input.caller.role,
-      approvalId: "",
-      sopHash: "",
+      decision: trail.decision,
+      decisionReason: trail.decisionReason,
+      approvalId: trail.approvalId,
+      sopHash: trail.sopHash,
+      approvedBy: trail.approvedBy,
     });
+    return row.seq;
+  }
+
+  /** Runs an allowed call: credentials injected just before it runs, their values scrubbed from what comes back. */
+  async function run(target: Target, params: Record<string, unknown>, timeoutMs: number, signal: AbortSignal | undefined, evidence: Evidence | undefined): Promise<ResultEnvelope> {
+    const { skill, edgeId } = target;
+    const injected = credentials ? await injectCredentials(skill, params, credentials) : { params, secrets: [] };
+    const callId = randomUUID();
+    const result = edgeId
+      ? await hub.call(edgeId, skill.meta.key, injected.params, timeoutMs, signal, evidence)
+      : await runSkill(skill, injected.params, {
+          callId,
+          timeoutMs,
+          outputCapBytes: config.skills.output_cap_bytes,
+          log: log.child({ skill: skill.meta.key, call_id: callId }),
+          settings: (config.skills as Record<string, unknown>)[skill.meta.key] as Record<string, unknown> | undefined,
+          signal,
+        });
+    return injected.secrets.length ? scrubSecrets(result, injected.secrets) : result;
+  }
+
+  function gateOf(input: ExecuteInput, skill: Skill, cls: ReturnType<typeof effectiveClass>): PermissionDecision {
+    return decide({ key: skill.meta.key, cls, mode: input.mode ?? config.gate.default_mode, role: input.caller.role, whitelist: input.whitelist, policy });
+  }
+
+  async function executeOnce(input: ExecuteInput): Promise<ExecuteOutput> {
+    const startedAt = new Date();
+    const trail: Trail = { args: input.paramsJson ?? input.params ?? {}, decision: "", decisionReason: "", approvalId: "", sopHash: "", approvedBy: "" };
+    const who = { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller };
     let result: ResultEnvelope;
     try {
       const raw = parseParams(input);
-      args = raw;
-      const { skill, edgeId } = await resolveTarget(input);
-      const params = validateParams(skill, raw);
+      trail.args = raw;
+      const target = await resolveTarget(input);
+      const params = validateParams(target.skill, raw);
       const timeoutMs = resolveTimeout(input.timeoutMs);
-      const cls = effectiveClass(skill, params);
+      const cls = effectiveClass(target.skill, params);
+      const d = gateOf(input, target.skill, cls);
+      trail.decision = d.behavior;
+      trail.decisionReason = `${d.reasonType}: ${d.reason}`;
+      if (d.behavior === "deny") {
+        throw new OngridError("permission_denied", `denied (${d.reasonType}): ${d.reason}`, d.reasonType === "role" ? "ask an operator" : undefined);
+      }
+      if (d.behavior === "ask") {
+        if (input.noApproval) {
+          trail.decision = "deny";
+          trail.decisionReason = `fan_out_needs_approval: ${d.reason}`;
+          throw new OngridError("permission_denied", `"${target.skill.meta.key}" is ${cls} for these params and needs approval; a fan-out runs only calls that need none`, "request it per edge with ExecuteSkill");
+        }
+        return await park(input, who, trail, startedAt, target, params, timeoutMs, cls, d);
+      }
+      let evidence: Evidence | undefined;
       if (cls !== "safe") {
-        decision = "deny";
-        decisionReason = `approval_required: effective class ${cls}`;
-        throw new OngridError(
-          "permission_denied",
-          `approval required: "${skill.meta.key}" is ${cls} for these params and the approval workflow is not available`,
-          "only safe calls run until approvals are enabled",
-        );
+        log.warn({ skill: target.skill.meta.key, edge_id: target.edgeId, user: input.caller.userId, class: cls }, "BYPASS MODE: a non-safe call runs without approval");
+        evidence = { approvalId: "", approvers: [], sopHash: "", effectiveClass: cls, reasonType: d.reasonType };
       }
-      decision = "allow";
-      decisionReason = "safe";
-      result = edgeId
-        ? await hub.call(edgeId, skill.meta.key, params, timeoutMs, input.signal)
-        : await runSkill(skill, params, {
-            callId,
-            timeoutMs,
-            outputCapBytes: config.skills.output_cap_bytes,
-            log: log.child({ skill: skill.meta.key, call_id: callId }),
-            settings: (config.skills as Record<string, unknown>)[skill.meta.key] as Record<string, unknown> | undefined,
-            signal: input.signal,
-          });
+      result = await run(target, params, timeoutMs, input.signal, evidence);
     } catch (err) {
-      let e: OngridError;
-      if (err instanceof OngridError) e = err;
-      else {
-        log.error({ err: { message: redactString(String((err as Error)?.message ?? err)), stack: redactString(String((err as Error)?.stack ?? "")) } }, "unexpected error while dispatching a call");
-        e = new OngridError("internal", "internal error while dispatching the call; see the manager log");
-      }
-      const finishedAt = new Date();
-      const row = await audit.append({
-        ...base(),
-        result: null,
-        error: `${e.code}: ${e.message}`,
-        finishedAt,
-        durationMs: finishedAt.getTime() - startedAt.getTime(),
-        decision,
-        decisionReason,
-      });
-      throw new AuditedError(e, row.seq);
+      const e = asOngrid(err);
+      const seq = await record(who, trail, startedAt, { result: null, error: `${e.code}: ${e.message}` });
+      throw new AuditedError(e, seq);
     }
-    const finishedAt = new Date();
-    const row = await audit.append({
-      ...base(),
-      result,
-      error: result.success ? "" : `${result.error?.code}: ${result.error?.message}`,
-      finishedAt,
-      durationMs: finishedAt.getTime() - startedAt.getTime(),
-      decision,
-      decisionReason,
+    const seq = await record(who, trail, startedAt, { result, error: result.success ? "" : `${result.error?.code}: ${result.error?.message}` });
+    return { result, auditSeq: seq };
+  }
+
+  /** Parks a call that needs approval: checks the SOP of a dangerous one first, records the request, audits "ask". */
+  async function park(
+    input: ExecuteInput,
+    who: { key: string; edgeId: string; sessionId: string; caller: Caller },
+    trail: Trail,
+    startedAt: Date,
+    target: Target,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    cls: string,
+    d: PermissionDecision,
+  ): Promise<ExecuteOutput> {
+    let sop: { id: string; version: string; hash: string; document: string } | undefined;
+    if (d.needsSop) {
+      if (!input.sop?.trim()) {
+        trail.decision = "deny";
+        trail.decisionReason = `sop_missing: ${d.reason}`;
+        throw new OngridError("permission_denied", `"${target.skill.meta.key}" is dangerous for these params and needs a signed SOP covering it: none was sent`, "sign one with `ongrid sop sign` and send it (ExecuteSkillRequest.sop, `ongrid skills run --sop FILE`)");
+      }
+      try {
+        const ok = checkSop(input.sop, sopKeys(), { skillKey: target.skill.meta.key, params });
+        sop = { id: ok.id, version: ok.version, hash: ok.hash, document: input.sop };
+        trail.sopHash = ok.hash;
+      } catch (err) {
+        const e = asOngrid(err);
+        trail.decision = "deny";
+        trail.decisionReason = `sop_invalid: ${e.message}`;
+        throw e.code === "invalid_argument" ? e : new OngridError("permission_denied", e.message, e.hint);
+      }
+    }
+    const row = await approvals.create({
+      skillKey: target.skill.meta.key,
+      edgeId: target.edgeId,
+      edgeLabels: target.labels,
+      params,
+      effectiveClass: cls,
+      requester: input.caller,
+      sessionId: who.sessionId,
+      timeoutMs,
+      requiredApprovals: d.approvals,
+      ttlMs: approvalTtl,
+      sop,
     });
-    return { result, auditSeq: row.seq };
+    trail.approvalId = row.id;
+    const seq = await record(who, trail, startedAt, { result: null, error: "" });
+    await approvals.setRequestSeq(row.id, seq);
+    if (!input.waitForApproval) return { auditSeq: seq, approval: { ...row, requestAuditSeq: seq } };
+    const end = await approvals.waitFinal(row.id, input.signal);
+    if (end.state === "executed") return { result: end.result as ResultEnvelope, auditSeq: end.executionAuditSeq, approval: end };
+    if (end.state === "denied") throw new OngridError("permission_denied", `approval request ${end.id} was denied by ${end.deniedBy}${end.reason ? `: ${end.reason}` : ""}`);
+    if (end.state === "expired") throw new OngridError("deadline_exceeded", `approval request ${end.id} expired at ${end.expiresAt.toISOString()} without a decision`, "request it again when an approver is available");
+    throw new OngridError("failed_precondition", `approval request ${end.id} was approved but did not run: ${end.reason}`);
+  }
+
+  /**
+   * Runs a request whose quorum is complete (state running), as its requester, with the params it
+   * was requested with. The SOP and the requester's reach are checked again; the outcome is
+   * audited with the approval id, the approvers and the SOP hash, and recorded on the request.
+   */
+  function runApproved(row: ApprovalRow): Promise<void> {
+    return track(runApprovedOnce(row));
+  }
+
+  async function runApprovedOnce(row: ApprovalRow): Promise<void> {
+    const startedAt = new Date();
+    const caller: Caller = { userId: row.requesterUserId, role: row.requesterRole, reach: row.requesterReach };
+    const approvers = row.votes.map((v) => v.userId);
+    const trail: Trail = {
+      args: row.params,
+      decision: "allow",
+      decisionReason: `approved: by ${approvers.join(", ")} (approval ${row.id})`,
+      approvalId: row.id,
+      sopHash: row.sopHash,
+      approvedBy: approvers.join(","),
+    };
+    const who = { key: row.skillKey, edgeId: row.edgeId, sessionId: row.sessionId, caller };
+    let result: ResultEnvelope;
+    try {
+      const target = await resolveTarget({ key: row.skillKey, edgeId: row.edgeId || undefined, caller });
+      const params = row.params as Record<string, unknown>;
+      const cls = effectiveClass(target.skill, params);
+      if (cls === "dangerous" || row.effectiveClass === "dangerous") {
+        if (!row.sopDocument) throw new OngridError("permission_denied", "a dangerous call needs its SOP, and the request has none");
+        const ok = checkSop(row.sopDocument, sopKeys(), { skillKey: row.skillKey, params });
+        if (ok.hash !== row.sopHash) throw new OngridError("permission_denied", "the SOP changed since the request");
+        if (approvers.length < 2) throw new OngridError("permission_denied", `a dangerous call needs two approvers; ${row.id} has ${approvers.length}`);
+      }
+      result = await run(target, params, row.timeoutMs, undefined, { approvalId: row.id, approvers, sopHash: row.sopHash, effectiveClass: cls, reasonType: "approved" });
+    } catch (err) {
+      const e = asOngrid(err);
+      trail.decision = e.code === "permission_denied" ? "deny" : "allow";
+      const seq = await record(who, trail, startedAt, { result: null, error: `${e.code}: ${e.message}` });
+      await approvals.finish(row.id, { state: "failed", reason: `${e.code}: ${e.message}`, executionAuditSeq: seq });
+      return;
+    }
+    const seq = await record(who, trail, startedAt, { result, error: result.success ? "" : `${result.error?.code}: ${result.error?.message}` });
+    await approvals.finish(row.id, { state: "executed", result, executionAuditSeq: seq });
   }
 
   /** Audits a request refused before any call was made (e.g. a fan-out with a bad selector) and throws it. */
   async function refuse(input: ExecuteInput, err: OngridError): Promise<never> {
     const now = new Date();
-    const row = await audit.append({
-      sessionId: input.sessionId ?? "",
-      toolName: input.key,
-      args: input.paramsJson ?? input.params ?? {},
-      result: null,
-      error: `${err.code}: ${err.message}`,
-      deviceId: input.edgeId ?? "",
-      startedAt: now,
-      finishedAt: now,
-      durationMs: 0,
-      callerUserId: input.caller.userId,
-      callerRole: input.caller.role,
-      decision: "",
-      decisionReason: "",
-      approvalId: "",
-      sopHash: "",
-    });
-    throw new AuditedError(err, row.seq);
+    const seq = await record(
+      { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller },
+      { args: input.paramsJson ?? input.params ?? {}, decision: "", decisionReason: "", approvalId: "", sopHash: "", approvedBy: "" },
+      now,
+      { result: null, error: `${err.code}: ${err.message}` },
+    );
+    throw new AuditedError(err, seq);
   }
 
-  return { execute, drain, refuse };
+  return { execute, drain, refuse, runApproved, record };
 }
 
 /** The dispatcher's interface, for the RPC services and the CLI. */

@@ -5,6 +5,8 @@ import type { EnvelopeError, ResultEnvelope } from "../../skill/types.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { parseSelector } from "../edges/selector.ts";
 import { AuditedError, type Caller, type Dispatcher } from "./dispatch.ts";
+import { reaches } from "../identity/reach.ts";
+import type { PermissionMode } from "../gate/gate.ts";
 
 /** Explicit edge ids one fan-out may name (a selector has no limit). */
 const MAX_EDGE_IDS = 10_000;
@@ -20,12 +22,13 @@ export interface FanOutInput {
   sessionId?: string;
   caller: Caller;
   signal?: AbortSignal;
+  mode?: PermissionMode;
 }
 
 /** One event of the stream. */
 export type FanOutEvent =
   | { kind: "edge"; edgeId: string; result?: ResultEnvelope; error?: EnvelopeError; auditSeq: number }
-  | { kind: "summary"; targeted: number; succeeded: number; failed: number; timedOut: number; durationMs: number };
+  | { kind: "summary"; targeted: number; succeeded: number; failed: number; timedOut: number; durationMs: number; leftOut: number };
 
 /** Resolves the targets, starts every call at once and yields results in completion order. */
 export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input: FanOutInput): AsyncGenerator<FanOutEvent> {
@@ -45,8 +48,17 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
   if (input.edgeIds.length > MAX_EDGE_IDS) {
     await deps.dispatcher.refuse({ ...input, edgeId: "" }, new OngridError("invalid_argument", `edge_ids: at most ${MAX_EDGE_IDS} ids (rule: maxItems)`, "use a label selector"));
   }
+  // Named edges go through the dispatcher, which answers one outside the caller's reach as unknown;
+  // a selector is narrowed to the caller's reach, and the summary says how many it left out.
   const targets = new Set(input.edgeIds);
-  if (input.selector.trim()) for (const s of deps.hub.sessions()) if (selector!.matches(s.hello.labels)) targets.add(s.edgeId);
+  let leftOut = 0;
+  if (input.selector.trim()) {
+    for (const s of deps.hub.sessions()) {
+      if (!selector!.matches(s.hello.labels) || targets.has(s.edgeId)) continue;
+      if (reaches(input.caller, s.hello.labels)) targets.add(s.edgeId);
+      else leftOut++;
+    }
+  }
 
   // One listener on the caller's signal instead of one per target.
   const cancel = new AbortController();
@@ -59,12 +71,24 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
   let timedOut = 0;
   for (const edgeId of targets) {
     deps.dispatcher
-      .execute({ key: input.key, params: input.params, paramsJson: input.paramsJson, edgeId, sessionId: input.sessionId, timeoutMs: input.perEdgeTimeoutMs, caller: input.caller, signal: cancel.signal })
+      .execute({
+        key: input.key,
+        params: input.params,
+        paramsJson: input.paramsJson,
+        edgeId,
+        sessionId: input.sessionId,
+        timeoutMs: input.perEdgeTimeoutMs,
+        caller: input.caller,
+        signal: cancel.signal,
+        mode: input.mode,
+        noApproval: true,
+      })
       .then(
         (out): FanOutEvent => {
-          if (out.result.success) succeeded++;
-          else if (out.result.error?.code === "deadline_exceeded") timedOut++;
-          return { kind: "edge", edgeId, result: out.result, auditSeq: out.auditSeq };
+          const result = out.result!; // noApproval: a call is refused rather than parked
+          if (result.success) succeeded++;
+          else if (result.error?.code === "deadline_exceeded") timedOut++;
+          return { kind: "edge", edgeId, result, auditSeq: out.auditSeq };
         },
         (err): FanOutEvent => {
           const e = err instanceof OngridError ? err : new OngridError("internal", "internal error");
@@ -83,5 +107,5 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
     wake = undefined;
     while (queue.length) yield queue.shift()!;
   }
-  yield { kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started };
+  yield { kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut };
 }

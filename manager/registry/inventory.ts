@@ -15,6 +15,8 @@ export interface InventoryFilter {
   class?: SkillClass;
   category?: string;
   edgeId?: string;
+  /** Only edges whose labels pass (the caller's reach); an edge that does not is left out entirely. */
+  visible?: (labels: Readonly<Record<string, string>>) => boolean;
 }
 
 /** Lists skills, sorted by key; a host key's metadata is taken from the most recently connected edge offering it. */
@@ -23,6 +25,7 @@ export function listInventory(registry: SkillRegistry, hub: Hub, filter: Invento
   if (!filter.edgeId) for (const skill of registry.list()) byKey.set(skill.meta.key, { skill, edgeIds: [], at: 0 });
   for (const s of hub.sessions()) {
     if (filter.edgeId && s.edgeId !== filter.edgeId) continue;
+    if (filter.visible && !filter.visible(s.hello.labels)) continue;
     for (const [key, skill] of s.skills) {
       if (registry.has(key)) continue; // a manager skill's key is never shadowed by an edge
       const e = byKey.get(key);

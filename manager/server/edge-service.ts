@@ -11,7 +11,8 @@ import { checkEdgeId, type EdgeStore } from "../edges/store.ts";
 import { parseSelector } from "../edges/selector.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { metadataToProto } from "./convert.ts";
-import { requireLocalAdmin } from "./caller.ts";
+import { callerOf } from "./caller.ts";
+import { reaches } from "../identity/reach.ts";
 
 /** An edge row plus live presence as the contract's Edge; `full` includes every skill's metadata. */
 export function edgeToProto(row: EdgeRow, hub: Hub, full: boolean): Edge {
@@ -43,26 +44,27 @@ export function edgeToProto(row: EdgeRow, hub: Hub, full: boolean): Edge {
 export function createEdgeService(deps: { edges: EdgeStore; hub: Hub }): ServiceImpl<typeof EdgeService> {
   const { edges, hub } = deps;
   return {
-    async listEdges(req) {
+    async listEdges(req, ctx) {
+      const caller = callerOf(ctx);
       const selector = parseSelector(req.selector);
       const rows = await edges.list();
-      const out = rows.map((r) => edgeToProto(r, hub, false)).filter((e) => (!req.onlineOnly || e.online) && selector.matches(e.labels));
+      const out = rows.map((r) => edgeToProto(r, hub, false)).filter((e) => (!req.onlineOnly || e.online) && selector.matches(e.labels) && reaches(caller, e.labels));
       return { edges: out };
     },
-    async getEdge(req) {
+    async getEdge(req, ctx) {
       const row = await edges.get(req.id);
-      if (!row) throw new OngridError("not_found", `unknown edge "${req.id}"`, "ListEdges shows the enrolled edges");
-      return { edge: edgeToProto(row, hub, true) };
+      const edge = row ? edgeToProto(row, hub, true) : undefined;
+      // An edge outside the caller's reach is answered exactly like one that does not exist.
+      if (!edge || !reaches(callerOf(ctx), edge.labels)) throw new OngridError("not_found", `unknown edge "${req.id}"`, "ListEdges shows the enrolled edges");
+      return { edge };
     },
-    async enrollEdge(req, ctx) {
-      requireLocalAdmin(ctx, "EnrollEdge");
+    async enrollEdge(req) {
       checkEdgeId(req.id);
       const res = await edges.enroll(req.id);
       if (res.rotated) hub.disconnect(req.id, "the edge's token was rotated");
       return res;
     },
-    async revokeEdge(req, ctx) {
-      requireLocalAdmin(ctx, "RevokeEdge");
+    async revokeEdge(req) {
       if (!(await edges.revoke(req.id))) throw new OngridError("not_found", `unknown edge "${req.id}"`);
       return { disconnected: hub.disconnect(req.id, "the edge's token was revoked") };
     },

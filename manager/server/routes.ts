@@ -12,12 +12,36 @@ import { createEdgeService } from "./edge-service.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import type { EdgeStore } from "../edges/store.ts";
 import type { PackSet } from "../../skill/pack/loader.ts";
+import { ApprovalService } from "../../proto/gen/ongrid/v1/approval_service_pb.ts";
+import { IdentityService } from "../../proto/gen/ongrid/v1/identity_service_pb.ts";
+import { CredentialService } from "../../proto/gen/ongrid/v1/credential_service_pb.ts";
+import { createApprovalService } from "./approval-service.ts";
+import { createIdentityService } from "./identity-service.ts";
+import { createCredentialService } from "./credential-service.ts";
+import type { IdentityStore } from "../identity/store.ts";
+import type { ApprovalStore } from "../approvals/store.ts";
+import type { ApprovalWorkflow } from "../approvals/workflow.ts";
+import type { CredentialStore } from "../credentials/store.ts";
 
 /** The routes function for connectNodeAdapter. */
-export function routes(deps: { registry: SkillRegistry; audit: AuditLog; dispatcher: Dispatcher; hub: Hub; edges: EdgeStore; packs?: PackSet }) {
+export function routes(deps: {
+  registry: SkillRegistry;
+  audit: AuditLog;
+  dispatcher: Dispatcher;
+  hub: Hub;
+  edges: EdgeStore;
+  packs?: PackSet;
+  identity: IdentityStore;
+  approvals: ApprovalStore;
+  workflow: ApprovalWorkflow;
+  credentials: CredentialStore;
+}) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));
     router.service(AuditService, createAuditService(deps));
     router.service(EdgeService, createEdgeService(deps));
+    router.service(ApprovalService, createApprovalService(deps));
+    router.service(IdentityService, createIdentityService(deps));
+    router.service(CredentialService, createCredentialService(deps));
   };
 }

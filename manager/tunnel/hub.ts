@@ -11,7 +11,9 @@ import { Code } from "@connectrpc/connect";
 import { OngridError } from "../../skill/errors.ts";
 import { redact } from "../../skill/redact.ts";
 import { truncateOutput } from "../../skill/truncate.ts";
-import type { ResultEnvelope, Skill } from "../../skill/types.ts";
+import type { ResultEnvelope, Skill, SkillClass } from "../../skill/types.ts";
+import { classToProto } from "../../skill/proto.ts";
+import { evidenceMac } from "../../skill/evidence.ts";
 import { ConnectRequestSchema, ConnectResponseSchema, type Hello } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
 import { MetadataSchema, type Metadata, type SkillResult } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import type { EdgeStore } from "../edges/store.ts";
@@ -77,7 +79,18 @@ export interface EdgeSession {
   lastHeard: number;
 }
 
+/** What let a non-safe call through the gate; sent with the execute frame, MAC'd for the edge (skill/evidence.ts). */
+export interface Evidence {
+  approvalId: string;
+  approvers: string[];
+  sopHash: string;
+  effectiveClass: SkillClass;
+  reasonType: string;
+}
+
 interface LiveSession extends EdgeSession {
+  /** SHA-256 hex of the edge's token: the key of the evidence MAC. */
+  tokenHash: string;
   call: GrpcBidiCall<typeof ConnectResponseSchema>;
   pending: Map<string, Pending>;
   heartbeat: NodeJS.Timeout;
@@ -214,6 +227,7 @@ export function createHub(opts: HubOptions) {
     let ticks = 0;
     const session: LiveSession = {
       edgeId: enrolledId,
+      tokenHash,
       hello,
       skills,
       connectedAt: new Date(),
@@ -302,7 +316,7 @@ export function createHub(opts: HubOptions) {
   }
 
   /** Runs a host skill on a connected edge; rejects with unavailable / deadline_exceeded / cancelled. */
-  function call(edgeId: string, key: string, params: Record<string, unknown>, timeoutMs: number, signal?: AbortSignal): Promise<ResultEnvelope> {
+  function call(edgeId: string, key: string, params: Record<string, unknown>, timeoutMs: number, signal?: AbortSignal, evidence?: Evidence): Promise<ResultEnvelope> {
     const session = sessions.get(edgeId);
     if (!session) return Promise.reject(new OngridError("unavailable", `edge "${edgeId}" is offline`, "retry when the edge is back online"));
     const callId = randomUUID();
@@ -341,7 +355,17 @@ export function createHub(opts: HubOptions) {
       });
       if (signal?.aborted) return onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
-      const sent = session.call.send({ frame: { case: "execute", value: { callId, key, params: params as never, timeoutMs } } });
+      const approval = evidence
+        ? {
+            approvalId: evidence.approvalId,
+            approvers: evidence.approvers,
+            sopHash: evidence.sopHash,
+            effectiveClass: classToProto(evidence.effectiveClass),
+            reasonType: evidence.reasonType,
+            mac: evidenceMac(session.tokenHash, { callId, key, params, ...evidence }),
+          }
+        : undefined;
+      const sent = session.call.send({ frame: { case: "execute", value: { callId, key, params: params as never, timeoutMs, approval } } });
       if (!sent) {
         const p = session.pending.get(callId);
         if (p) {

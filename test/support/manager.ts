@@ -8,6 +8,8 @@ import { createLogger, startManager, type Manager } from "../../manager/main.ts"
 /** A manager for one test file, plus its data directory. */
 export interface TestManager extends Manager {
   dataDir: string;
+  /** A token of the "admin" user (the bootstrap token on a fresh data dir, else a new one). */
+  adminToken: string;
   stop(): Promise<void>;
 }
 
@@ -16,9 +18,11 @@ export async function bootManager(overrides: Record<string, unknown> = {}, env: 
   const dataDir = keepDir ?? mkdtempSync(join(tmpdir(), "ongrid-test-"));
   const config = loadConfig({ env, overrides: { "server.port": 0, data_dir: dataDir, ...overrides } });
   const manager = await startManager(config, createLogger("silent"));
+  const adminToken = manager.bootstrapToken ?? (await manager.identity.createToken("admin", { description: "test" })).token;
   return {
     ...manager,
     dataDir,
+    adminToken,
     async stop() {
       await manager.close();
       if (!keepDir) rmSync(dataDir, { recursive: true, force: true });

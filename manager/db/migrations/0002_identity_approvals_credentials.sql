@@ -23,6 +23,7 @@ CREATE TABLE "approvals" (
 	"id" text PRIMARY KEY NOT NULL,
 	"skill_key" text NOT NULL,
 	"edge_id" text DEFAULT '' NOT NULL,
+	"edge_labels" jsonb DEFAULT '{}'::jsonb NOT NULL,
 	"params" jsonb NOT NULL,
 	"params_hash" text NOT NULL,
 	"effective_class" text NOT NULL,

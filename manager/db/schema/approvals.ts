@@ -15,6 +15,8 @@ export const approvals = pgTable(
     id: text("id").primaryKey(),
     skillKey: text("skill_key").notNull(),
     edgeId: text("edge_id").notNull().default(""),
+    /** The target edge's labels when requested: who may see the request (reach) is decided on them. */
+    edgeLabels: jsonb("edge_labels").$type<Record<string, string>>().notNull().default({}),
     /** The params exactly as validated; the call runs with these and nothing else. */
     params: jsonb("params").notNull(),
     /** SHA-256 of the canonical params, fixed at request time. */

@@ -1,0 +1,37 @@
+/**
+ * Who may call which RPC (G1): the least role per method. Finer checks (the gate for executions,
+ * requester-vs-approver for approvals, reach over edges) happen in the services.
+ */
+import type { Role } from "./store.ts";
+
+/** "ongrid.v1.Service/Method" → the least role that may call it. A method missing here is refused. */
+export const RPC_RULES: Readonly<Record<string, Role>> = {
+  "ongrid.v1.SkillService/ListSkills": "viewer",
+  "ongrid.v1.SkillService/GetSkill": "viewer",
+  // Every role may ask; the gate then decides per call (a viewer gets safe skills only).
+  "ongrid.v1.SkillService/ExecuteSkill": "viewer",
+  "ongrid.v1.SkillService/FanOutSkill": "viewer",
+  "ongrid.v1.SkillService/RescanPacks": "admin",
+  "ongrid.v1.EdgeService/ListEdges": "viewer",
+  "ongrid.v1.EdgeService/GetEdge": "viewer",
+  "ongrid.v1.EdgeService/EnrollEdge": "admin",
+  "ongrid.v1.EdgeService/RevokeEdge": "admin",
+  "ongrid.v1.AuditService/ListToolCalls": "approver",
+  "ongrid.v1.AuditService/VerifyChain": "approver",
+  "ongrid.v1.ApprovalService/ListApprovals": "viewer",
+  "ongrid.v1.ApprovalService/GetApproval": "viewer",
+  "ongrid.v1.ApprovalService/Watch": "viewer",
+  "ongrid.v1.ApprovalService/Approve": "approver",
+  // Approvers deny; an operator may withdraw their own request (checked by the service).
+  "ongrid.v1.ApprovalService/Deny": "operator",
+  "ongrid.v1.IdentityService/WhoAmI": "viewer",
+  "ongrid.v1.IdentityService/CreateUser": "admin",
+  "ongrid.v1.IdentityService/ListUsers": "admin",
+  "ongrid.v1.IdentityService/UpdateUser": "admin",
+  "ongrid.v1.IdentityService/CreateToken": "admin",
+  "ongrid.v1.IdentityService/ListTokens": "admin",
+  "ongrid.v1.IdentityService/RevokeToken": "admin",
+  "ongrid.v1.CredentialService/PutCredential": "admin",
+  "ongrid.v1.CredentialService/ListCredentials": "admin",
+  "ongrid.v1.CredentialService/DeleteCredential": "admin",
+};
