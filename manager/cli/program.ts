@@ -9,6 +9,7 @@ import { skillsCommand } from "./skills.ts";
 import { auditCommand } from "./audit.ts";
 import { edgeCommand } from "./edge.ts";
 import { packsCommand } from "./packs.ts";
+import { sopCommand } from "./sop.ts";
 
 function managerCommand(): Command {
   return new Command("manager")
@@ -85,6 +86,7 @@ export function buildProgram(): Command {
   program.addCommand(auditCommand());
   program.addCommand(edgeCommand());
   program.addCommand(packsCommand());
+  program.addCommand(sopCommand());
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();
