@@ -123,8 +123,8 @@ export function createApprovalWorkflow(deps: WorkflowDeps) {
     return ended;
   }
 
-  async function sweep(): Promise<void> {
-    for (const row of await store.expireDue()) {
+  async function sweep(now = new Date()): Promise<void> {
+    for (const row of await store.expireDue(now)) {
       await audited(
         { userId: row.requesterUserId, role: row.requesterRole },
         { toolName: row.skillKey, id: row.id, row, args: { ...(row.params as Record<string, unknown>) } },
