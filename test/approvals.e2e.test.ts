@@ -405,3 +405,30 @@ describe("edge defence in depth", () => {
     expect(r.success).toBe(true);
   });
 });
+
+describe("BYPASS mode, when a manager enables it", () => {
+  it("runs a mutating call without approval, audits it as bypass, and the edge accepts the manager's evidence", async () => {
+    const m2 = await bootManager({ "gate.allow_bypass": true });
+    const e2 = await startEdge(m2, "edge-dev", { labels: { env: "dev" } });
+    try {
+      const t = createConnectTransport({ baseUrl: m2.url, httpVersion: "1.1", interceptors: [bearer(await makeUser(m2, "dev", "operator"))] });
+      const skills = createClient(SkillService, t);
+      const target = join(dir, "bypass-touch");
+      const res = await skills.executeSkill({ key: "exec", edgeId: "edge-dev", input: { case: "params", value: { command: `touch ${target}` } as never }, permissionMode: PermissionMode.BYPASS });
+      expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+      expect(existsSync(target)).toBe(true);
+      await m2.audit.flush();
+      const rows = await m2.audit.list({ toolName: "exec" });
+      expect(rows[rows.length - 1]).toMatchObject({ decision: "allow", callerUserId: "dev", approvalId: "" });
+      expect(rows[rows.length - 1].decisionReason).toMatch(/^bypass: BYPASS mode: "exec" is mutating/);
+      // A viewer gets nothing from BYPASS.
+      const viewer = createClient(SkillService, createConnectTransport({ baseUrl: m2.url, httpVersion: "1.1", interceptors: [bearer(await makeUser(m2, "ro", "viewer"))] }));
+      const err = await refusal(viewer.executeSkill({ key: "exec", edgeId: "edge-dev", input: { case: "params", value: { command: `touch ${target}-2` } as never }, permissionMode: PermissionMode.BYPASS }));
+      expect(err.rawMessage).toMatch(/denied \(role\)/);
+      expect(existsSync(`${target}-2`)).toBe(false);
+    } finally {
+      await e2.stop();
+      await m2.stop();
+    }
+  });
+});
