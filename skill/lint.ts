@@ -108,8 +108,9 @@ export function lintSkill(target: LintTarget): LintFinding[] {
       add("command-needs-risk", "error", `host skill takes param "${name}" but neither classifies it (riskForArgs) nor is class dangerous`);
     }
     // The secret-name list redaction uses (SECRET_NAME_WORDS), so lint refuses exactly the params redaction would hide.
-    if (isSecretName(name)) {
-      add("no-plaintext-credentials", "error", `param "${name}" carries a credential through the model; inject it from configuration instead`);
+    // A param of type credential is how the platform injects a secret: it carries a name, never a value.
+    if (isSecretName(name) && !s.credentialParams.has(name)) {
+      add("no-plaintext-credentials", "error", `param "${name}" carries a credential through the model; declare it with type "credential" (the model then passes a stored credential's name) or inject it from configuration`);
     }
   }
   return out;
@@ -148,6 +149,8 @@ interface Normalised {
   dynamicRisk: boolean;
   /** param name → its description ("" when missing). */
   paramDescriptions: Record<string, string>;
+  /** Params declared with type credential (the model passes a stored credential's name). */
+  credentialParams: ReadonlySet<string>;
 }
 
 function normalise(target: LintTarget): Normalised {
@@ -163,6 +166,9 @@ function normalise(target: LintTarget): Normalised {
     resultPreview: typeof m.resultPreview === "string" ? m.resultPreview : undefined,
     dynamicRisk: Boolean((target as { riskForArgs?: unknown }).riskForArgs) || m.dynamicRisk === true,
     paramDescriptions: paramDescriptions(m.params, m.rawSchema),
+    credentialParams: new Set(
+      m.rawSchema === undefined ? Object.entries(m.params ?? {}).flatMap(([name, spec]) => (spec?.type === "credential" ? [name] : [])) : [],
+    ),
   };
 }
 

@@ -27,6 +27,7 @@ const TYPE_TO_PROTO: Record<PT, ParamType> = {
   enum: ParamType.ENUM,
   duration: ParamType.DURATION,
   string_list: ParamType.STRING_LIST,
+  credential: ParamType.CREDENTIAL,
 };
 
 /** Proto class → framework class (undefined for UNSPECIFIED). */
@@ -36,6 +37,15 @@ export function classFromProto(c: SkillClass): Cls | undefined {
 /** Proto scope → framework scope (undefined for UNSPECIFIED). */
 export function scopeFromProto(s: SkillScope): Scp | undefined {
   return (Object.keys(SCOPE_TO_PROTO) as Scp[]).find((k) => SCOPE_TO_PROTO[k] === s);
+}
+
+/** Proto param type → framework param type (undefined for UNSPECIFIED and unknown values). */
+export function paramTypeFromProto(t: ParamType): PT | undefined {
+  return (Object.keys(TYPE_TO_PROTO) as PT[]).find((k) => TYPE_TO_PROTO[k] === t);
+}
+/** Framework param type → proto param type. */
+export function paramTypeToProto(t: PT): ParamType {
+  return TYPE_TO_PROTO[t];
 }
 
 /** Framework class → proto class. */

@@ -106,6 +106,8 @@ const SAS_CONNECTION = /\b(SharedAccessSignature[ \t]*=[ \t]*)(?:SharedAccessSig
 // short to be a secret name, so it counts only as a query parameter.
 const SAS_SIG_PARAM = /([?&;]sig=)[^\s&#;"'<>]+/gi;
 const BEARER = /\b(bearer)[ \t]+[A-Za-z0-9\-._~+/]+=*/gi;
+// "[credential:<name>]", what scrubSecrets leaves where a credential's value was (the name rule of skill/credential.ts).
+const CREDENTIAL_MARKER = /^credential:[a-z][a-z0-9_.-]{0,63}\]/;
 // The user info ends at the LAST "@" before the host (as URL parsers split it), so a password may hold
 // "@"; the authority never runs past whitespace, "/", "?" or "#" (so never into the path or a following
 // URL), and after the first "@" not past quotes or angle brackets (so not out of a JSON string or <…>).
@@ -163,8 +165,10 @@ function maskUserPassword(m: string, flag: string, value: string): string {
   return `${flag}${q}${user}:${REDACTED}${closed ? q : ""}`;
 }
 
-/** PWD/OLDPWD (working directories) and page/next tokens (pagination cursors) are not secrets. */
+/** PWD/OLDPWD (working directories), page/next tokens (pagination cursors) and "[credential:<name>]" markers are not secrets. */
 function keepsValue(word: string, all: string, offset: number): boolean {
+  // The credential store's marker for a scrubbed value (scrubSecrets in skill/credential.ts) holds a name, never a value.
+  if (all[offset - 1] === "[" && CREDENTIAL_MARKER.test(all.slice(offset, offset + 80))) return true;
   const before = all.slice(Math.max(0, offset - 16), offset);
   if (word === "PWD") return /(?:^|[^A-Za-z0-9_])(?:OLD)?$/.test(before);
   return word.toLowerCase() === "token" && NOT_SECRET_NAME.test(`${before}${word}`);

@@ -1,4 +1,5 @@
 import { DURATION_PATTERN, formatDuration, parseDuration } from "./duration.ts";
+import { CREDENTIAL_NAME_PATTERN, CREDENTIAL_PARAM_NOTE } from "./credential.ts";
 import { OngridError } from "./errors.ts";
 import type { ParamSchema, ParamSpec, ParamType } from "./types.ts";
 import { compileValidator, describeAjvErrors } from "./validate.ts";
@@ -11,6 +12,7 @@ const PARAM_TYPES: ReadonlySet<ParamType> = new Set([
   "enum",
   "duration",
   "string_list",
+  "credential",
 ]);
 const SPEC_KEYS: ReadonlySet<string> = new Set(["type", "description", "required", "default", "min", "max", "pattern", "values"]);
 const PARAM_NAME = /^[a-z][a-z0-9_]*$/;
@@ -72,7 +74,7 @@ function paramToJsonSchema(skillKey: string, name: string, spec: ParamSpec): Rec
     const b = spec[bound];
     if (b === undefined) continue;
     if (typeof b !== "number" || !Number.isFinite(b)) fail(`${bound} must be a finite number`);
-    if (type === "boolean" || type === "enum") fail(`${bound} does not apply to ${type} params`);
+    if (type === "boolean" || type === "enum" || type === "credential") fail(`${bound} does not apply to ${type} params`);
     if ((type === "string" || type === "string_list") && (!Number.isInteger(b) || b < 0)) {
       fail(`${bound} bounds the ${type === "string" ? "length" : "item count"} and must be a non-negative integer`);
     }
@@ -116,6 +118,11 @@ function paramToJsonSchema(skillKey: string, name: string, spec: ParamSpec): Rec
       out.type = "string";
       out.pattern = DURATION_PATTERN;
       break;
+    case "credential":
+      // Only the name ever reaches the model; a name is never a secret, so it may be shown and audited.
+      out.type = "string";
+      out.pattern = CREDENTIAL_NAME_PATTERN;
+      break;
     case "string_list":
       out.type = "array";
       out.items = spec.pattern !== undefined ? { type: "string", pattern: spec.pattern } : { type: "string" };
@@ -126,6 +133,10 @@ function paramToJsonSchema(skillKey: string, name: string, spec: ParamSpec): Rec
   if (spec.default !== undefined) {
     checkDefault(name, spec, out, fail);
     out.default = structuredClone(spec.default);
+  }
+  if (type === "credential") {
+    const text = typeof spec.description === "string" ? spec.description.trim() : "";
+    return { type: out.type, description: text ? `${text} ${CREDENTIAL_PARAM_NOTE}` : CREDENTIAL_PARAM_NOTE.slice(1, -1), ...out };
   }
   if (typeof spec.description === "string" && spec.description !== "") {
     return { type: out.type, description: spec.description, ...out };

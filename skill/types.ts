@@ -14,7 +14,9 @@ export type ParamType =
   | "boolean"
   | "enum"
   | "duration"
-  | "string_list";
+  | "string_list"
+  /** The name of a stored credential (G5); the manager injects its value when the call runs. */
+  | "credential";
 
 /** One declared parameter. min/max bound the value (numbers), the length (strings) or the item count (lists). */
 export interface ParamSpec {

@@ -10,6 +10,7 @@ import { buildSkill } from "../../skill/registry.ts";
 import { validateParams } from "../../skill/validate.ts";
 import { runSkill } from "../../skill/run.ts";
 import { lintSkill } from "../../skill/lint.ts";
+import { credentialParams, withCredentialValues } from "../../skill/credential.ts";
 import { makeTestPki, type TestPki } from "../../test/support/tls.ts";
 import probeHttp, { parseCertDate, ResponseParser } from "./probe-http.ts";
 
@@ -277,5 +278,123 @@ describe("parseCertDate", () => {
     expect(parseCertDate("Dec 30 16:18:44 2026 GMT")?.toISOString()).toBe("2026-12-30T16:18:44.000Z");
     expect(parseCertDate("Jan  5 01:02:03 2027 GMT")?.toISOString()).toBe("2027-01-05T01:02:03.000Z");
     expect(parseCertDate("not a date")).toBeNull();
+  });
+});
+
+describe("probe_http with a credential", () => {
+  // The manager injects the credential's VALUE before the call reaches the edge; the edge validates
+  // the call as injected (withCredentialValues) and runs it.
+  const injected = withCredentialValues(skill);
+  const runInjected = (params: Record<string, unknown>) =>
+    runSkill(skill, validateParams(injected, params), { callId: "t", timeoutMs: 10_000, outputCapBytes: 256 * 1024, log, settings: {} });
+
+  const seen: Array<{ host: string; path: string; authorization: string | undefined }> = [];
+  let one: { server: http.Server; port: number };
+  let two: { server: http.Server; port: number };
+  const recorder = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const authorization = req.headers.authorization;
+    seen.push({ host: req.socket.localAddress ?? "", path: req.url ?? "", authorization });
+    switch (req.url) {
+      case "/reflect": // a careless server that echoes what it received
+        res.writeHead(200, `OK ${authorization ?? ""}`, { server: `echo ${authorization ?? ""}`, location: `/next?auth=${encodeURIComponent(authorization ?? "")}` });
+        return res.end();
+      case "/same":
+        res.writeHead(302, { location: "/private" });
+        return res.end();
+      case "/cross":
+        res.writeHead(302, { location: `http://127.0.0.2:${two.port}/private` });
+        return res.end();
+      default:
+        res.writeHead(authorization ? 200 : 401, authorization ? {} : { "www-authenticate": "Bearer" });
+        return res.end();
+    }
+  };
+  beforeAll(async () => {
+    one = await listening(http.createServer(recorder));
+    two = await listening(http.createServer(recorder), "127.0.0.2");
+  });
+  afterAll(async () => {
+    await Promise.all([one, two].map((s) => closeServer(s.server)));
+  });
+  const last = () => seen[seen.length - 1]!;
+
+  it("sends the value as a Bearer token and never shows it", async () => {
+    const token = "tok-Sup3rSecret.value_42";
+    const r = await runInjected({ url: `http://127.0.0.1:${one.port}/private`, credential: token });
+    expect(r.success).toBe(true);
+    expect(last().authorization).toBe(`Bearer ${token}`);
+    expect(r.output).toMatchObject({ status: 200, ok: true, auth_scheme: "bearer" });
+    expect(JSON.stringify(r)).not.toContain(token);
+    expect(JSON.stringify(r)).not.toMatch(/authorization/i);
+
+    const anonymous = await run({ url: `http://127.0.0.1:${one.port}/private` });
+    expect(last().authorization).toBeUndefined();
+    expect(anonymous.output).toMatchObject({ status: 401, ok: false });
+    expect(anonymous.output).not.toHaveProperty("auth_scheme");
+  });
+
+  it("sends user:password base64-encoded for basic, and never shows either form", async () => {
+    const value = "alice:pa55:w0rd";
+    const encoded = Buffer.from(value).toString("base64");
+    const r = await runInjected({ url: `http://127.0.0.1:${one.port}/private`, credential: value, auth_scheme: "basic" });
+    expect(last().authorization).toBe(`Basic ${encoded}`);
+    expect(r.output).toMatchObject({ status: 200, auth_scheme: "basic" });
+    const text = JSON.stringify(r);
+    for (const trace of [value, encoded, "pa55"]) expect(text).not.toContain(trace);
+  });
+
+  it("scrubs a server's echo of the credential from the output", async () => {
+    const token = "echoed-Secret-9f8e7d";
+    const bearer = await runInjected({ url: `http://127.0.0.1:${one.port}/reflect`, credential: token });
+    expect(last().authorization).toBe(`Bearer ${token}`);
+    expect(bearer.output).toMatchObject({ status_text: "OK Bearer [credential:redacted]", headers: { server: "echo Bearer [credential:redacted]", location: "/next?auth=Bearer%20[credential:redacted]" } });
+    expect(JSON.stringify(bearer)).not.toContain(token);
+
+    const value = "bob:echo-me-not";
+    const basic = await runInjected({ url: `http://127.0.0.1:${one.port}/reflect`, credential: value, auth_scheme: "basic" });
+    const text = JSON.stringify(basic);
+    expect(text).not.toContain(value);
+    expect(text).not.toContain(Buffer.from(value).toString("base64"));
+    expect(text).toContain("[credential:redacted]");
+  });
+
+  it("keeps the credential on same-origin redirects and drops it on the way to another origin", async () => {
+    const token = "redirect-Secret-1234";
+    const same = await runInjected({ url: `http://127.0.0.1:${one.port}/same`, credential: token, follow_redirects: true });
+    expect(seen.slice(-2)).toEqual([
+      { host: "127.0.0.1", path: "/same", authorization: `Bearer ${token}` },
+      { host: "127.0.0.1", path: "/private", authorization: `Bearer ${token}` },
+    ]);
+    expect(same.output).toMatchObject({ status: 200 });
+    expect(same.output).not.toHaveProperty("auth_dropped_on_redirect");
+
+    const cross = await runInjected({ url: `http://127.0.0.1:${one.port}/cross`, credential: token, follow_redirects: true });
+    expect(seen.slice(-2)).toEqual([
+      { host: "127.0.0.1", path: "/cross", authorization: `Bearer ${token}` },
+      { host: "127.0.0.2", path: "/private", authorization: undefined },
+    ]);
+    expect(cross.output).toMatchObject({ status: 401, auth_scheme: "bearer", auth_dropped_on_redirect: true });
+    expect(JSON.stringify(cross)).not.toContain(token);
+  });
+
+  it("refuses a basic credential without a colon and a value with a line break, quoting neither", async () => {
+    const before = seen.length;
+    const noColon = await runInjected({ url: `http://127.0.0.1:${one.port}/private`, credential: "justAToken-xyz", auth_scheme: "basic" });
+    expect(noColon.error).toMatchObject({ code: "invalid_argument", message: expect.stringMatching(/"user:password"/) });
+    expect(JSON.stringify(noColon)).not.toContain("justAToken-xyz");
+    const injection = await runInjected({ url: `http://127.0.0.1:${one.port}/private`, credential: "tok\r\nX-Evil: 1" });
+    expect(injection.error).toMatchObject({ code: "invalid_argument", message: expect.stringMatching(/line break/) });
+    expect(JSON.stringify(injection)).not.toContain("X-Evil");
+    expect(seen.length).toBe(before);
+  });
+
+  it("takes a stored credential's name from the model, never a value", () => {
+    expect(skill.jsonSchema.properties).toMatchObject({
+      credential: { type: "string", pattern: "^[a-z][a-z0-9_.-]{0,63}$", description: expect.stringMatching(/Authorization header.*\(the name of a stored credential; its value is injected when the call runs\)$/) },
+      auth_scheme: { type: "string", enum: ["bearer", "basic"], default: "bearer" },
+    });
+    expect(validateParams(skill, { url: "http://x.test/", credential: "prom.token" })).toMatchObject({ credential: "prom.token", auth_scheme: "bearer" });
+    expect(() => validateParams(skill, { url: "http://x.test/", credential: "alice:pa55" })).toThrow(/param "credential": must match pattern/);
+    expect(credentialParams(skill)).toEqual(["credential"]);
   });
 });

@@ -4,7 +4,9 @@ import net from "node:net";
 import { readFile } from "node:fs/promises";
 import { defineSkill } from "../../skill/define.ts";
 import { SkillError } from "../../skill/errors.ts";
+import type { SkillContext } from "../../skill/types.ts";
 import { parseDuration } from "../../skill/duration.ts";
+import { scrubSecrets } from "../../skill/credential.ts";
 import { connectTcp, elapsedMs, printable, probeDeadline, type ProbeDeadline } from "./probe-tcp.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
@@ -330,7 +332,7 @@ interface Hop {
   tls?: ReturnType<typeof describeTls>;
 }
 
-async function probeOnce(url: URL, method: string, deadline: ProbeDeadline, ca: string[] | undefined): Promise<Hop> {
+async function probeOnce(url: URL, method: string, deadline: ProbeDeadline, ca: string[] | undefined, authorization?: string): Promise<Hop> {
   const started = performance.now();
   const https = url.protocol === "https:";
   const port = url.port ? Number(url.port) : https ? 443 : 80;
@@ -348,7 +350,8 @@ async function probeOnce(url: URL, method: string, deadline: ProbeDeadline, ca: 
       tlsFacts = describeTls(secure);
     }
     const parser = new ResponseParser(method);
-    const request = `${method} ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUser-Agent: ongrid-probe/1\r\nAccept: */*\r\nConnection: close\r\n\r\n`;
+    const auth = authorization !== undefined ? `Authorization: ${authorization}\r\n` : "";
+    const request = `${method} ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUser-Agent: ongrid-probe/1\r\nAccept: */*\r\n${auth}Connection: close\r\n\r\n`;
     const firstByteAt = await exchange(socket, request, parser, deadline, url.host);
     return {
       head: parser.head!,
@@ -380,6 +383,24 @@ function parseTarget(text: string): URL {
   return url;
 }
 
+/**
+ * The Authorization header value for the injected credential. The messages never quote the value
+ * (the manager injected it; the model only knows its name).
+ */
+export function authorizationHeader(value: string, scheme: "bearer" | "basic"): string {
+  if (value === "") throw new SkillError("invalid_argument", 'param "credential": the credential is empty', "Store a non-empty value for the credential.");
+  if (/[\r\n\0]/.test(value)) {
+    throw new SkillError("invalid_argument", 'param "credential": the credential\'s value contains a line break or NUL, which cannot go in an HTTP header', "Store the value again without line breaks.");
+  }
+  if (scheme === "basic") {
+    if (!value.includes(":")) {
+      throw new SkillError("invalid_argument", 'param "credential": for auth_scheme basic the credential\'s value must be "user:password" (it has no ":")', 'Store it as "user:password", or use auth_scheme bearer.');
+    }
+    return `Basic ${Buffer.from(value, "utf8").toString("base64")}`;
+  }
+  return `Bearer ${value}`;
+}
+
 async function loadCa(settings: Readonly<Record<string, unknown>>): Promise<string[] | undefined> {
   const file = settings.ca_file;
   if (file === undefined || file === null || file === "") return undefined;
@@ -405,6 +426,8 @@ export default defineSkill({
     timeout: { type: "duration", description: "Time allowed for the whole probe, redirects included.", default: "5s", min: 1, max: 60_000 },
     expect_status: { type: "integer", description: "Status code that counts as ok (e.g. 204); without it any 2xx or 3xx is ok.", min: 100, max: 599 },
     follow_redirects: { type: "boolean", description: "Follow up to 5 redirects and report the final response.", default: false },
+    credential: { type: "credential", description: "Stored credential sent as the Authorization header, e.g. for a health endpoint behind auth; it is not sent on to a redirect to another origin." },
+    auth_scheme: { type: "enum", description: 'How the credential is sent: bearer ("Bearer <value>") or basic (the value is "user:password", sent base64-encoded).', values: ["bearer", "basic"], default: "bearer" },
   },
   resultPreview: JSON.stringify({
     url: "https://api.internal/healthz",
@@ -431,62 +454,91 @@ export default defineSkill({
     body_truncated: false,
   }),
   async execute(ctx, params) {
-    const started = performance.now();
-    let url = parseTarget(params.url);
-    const ca = await loadCa(ctx.settings);
-    const deadline = probeDeadline(ctx.signal, parseDuration(params.timeout), params.timeout);
-    const redirects: { url: string; status: number }[] = [];
-    let method: string = params.method;
-    for (;;) {
-      const hop = await probeOnce(url, method, deadline, ca);
-      const location = hop.head.headers.get("location");
-      if (params.follow_redirects && REDIRECT_STATUSES.has(hop.head.status) && location) {
-        let next: URL | undefined;
-        try {
-          next = new URL(location, url);
-        } catch {
-          next = undefined; // an unparsable Location ends the chain: report this response
-        }
-        if (next && (next.protocol === "http:" || next.protocol === "https:")) {
-          if (redirects.length >= MAX_REDIRECTS) {
-            throw new SkillError(
-              "too_many_redirects",
-              `more than ${MAX_REDIRECTS} redirects: ${[...redirects.map((r) => r.url), url.href].join(" → ")} → …`,
-              "The site redirects in a loop or a long chain; probe with follow_redirects=false to inspect each hop's Location header.",
-            );
-          }
-          redirects.push({ url: url.href, status: hop.head.status });
-          next.username = "";
-          next.password = "";
-          if (hop.head.status === 303 && method !== "HEAD") method = "GET";
-          url = next;
-          continue;
-        }
-      }
-      const status = hop.head.status;
-      const headers: Record<string, string> = {};
-      for (const name of SELECTED_HEADERS) {
-        const v = hop.head.headers.get(name);
-        if (v !== undefined) headers[name] = v.slice(0, 1000);
-      }
-      return {
-        url: params.url,
-        ...(redirects.length > 0 ? { final_url: url.href, redirects } : {}),
-        status,
-        status_text: hop.head.statusText,
-        http_version: hop.head.version,
-        ok: params.expect_status !== undefined ? status === params.expect_status : status >= 200 && status < 400,
-        ...(params.expect_status !== undefined ? { expected_status: params.expect_status } : {}),
-        address: hop.address,
-        latency_ms: elapsedMs(started),
-        ttfb_ms: hop.ttfb_ms,
-        timings: hop.timings,
-        headers,
-        ...(hop.tls ? { tls: hop.tls } : {}),
-        body_bytes: hop.parser.bodyBytes,
-        body_truncated: hop.parser.bodyTruncated,
-        ...(hop.parser.bodyIncomplete ? { body_incomplete: true } : {}),
-      };
+    // The credential param holds the injected VALUE here; nothing of it may reach the output or an error.
+    const secret = params.credential;
+    if (secret === undefined) return probe(ctx, params, undefined);
+    const hide = <T>(v: T): T => scrubSecrets(v, [{ name: "redacted", value: secret }]);
+    try {
+      return hide(await probe(ctx, params, authorizationHeader(secret, params.auth_scheme)));
+    } catch (err) {
+      if (err instanceof SkillError) throw new SkillError(err.code, hide(err.message), hide(err.hint));
+      throw new Error(hide(String((err as Error)?.message ?? err)));
     }
   },
 });
+
+interface ProbeParams {
+  url: string;
+  method: "GET" | "HEAD";
+  timeout: string;
+  expect_status?: number;
+  follow_redirects: boolean;
+  credential?: string;
+  auth_scheme: "bearer" | "basic";
+}
+
+async function probe(ctx: SkillContext, params: ProbeParams, authorization: string | undefined) {
+  const started = performance.now();
+  let url = parseTarget(params.url);
+  const origin = url.origin;
+  let authDropped = false;
+  const ca = await loadCa(ctx.settings);
+  const deadline = probeDeadline(ctx.signal, parseDuration(params.timeout), params.timeout);
+  const redirects: { url: string; status: number }[] = [];
+  let method: string = params.method;
+  for (;;) {
+    // Like browsers and curl: the credential goes to the URL's own origin only, never on to another after a redirect.
+    const sendAuth = authorization !== undefined && url.origin === origin;
+    if (authorization !== undefined && !sendAuth) authDropped = true;
+    const hop = await probeOnce(url, method, deadline, ca, sendAuth ? authorization : undefined);
+    const location = hop.head.headers.get("location");
+    if (params.follow_redirects && REDIRECT_STATUSES.has(hop.head.status) && location) {
+      let next: URL | undefined;
+      try {
+        next = new URL(location, url);
+      } catch {
+        next = undefined; // an unparsable Location ends the chain: report this response
+      }
+      if (next && (next.protocol === "http:" || next.protocol === "https:")) {
+        if (redirects.length >= MAX_REDIRECTS) {
+          throw new SkillError(
+            "too_many_redirects",
+            `more than ${MAX_REDIRECTS} redirects: ${[...redirects.map((r) => r.url), url.href].join(" → ")} → …`,
+            "The site redirects in a loop or a long chain; probe with follow_redirects=false to inspect each hop's Location header.",
+          );
+        }
+        redirects.push({ url: url.href, status: hop.head.status });
+        next.username = "";
+        next.password = "";
+        if (hop.head.status === 303 && method !== "HEAD") method = "GET";
+        url = next;
+        continue;
+      }
+    }
+    const status = hop.head.status;
+    const headers: Record<string, string> = {};
+    for (const name of SELECTED_HEADERS) {
+      const v = hop.head.headers.get(name);
+      if (v !== undefined) headers[name] = v.slice(0, 1000);
+    }
+    return {
+      url: params.url,
+      ...(redirects.length > 0 ? { final_url: url.href, redirects } : {}),
+      status,
+      status_text: hop.head.statusText,
+      http_version: hop.head.version,
+      ok: params.expect_status !== undefined ? status === params.expect_status : status >= 200 && status < 400,
+      ...(params.expect_status !== undefined ? { expected_status: params.expect_status } : {}),
+      address: hop.address,
+      latency_ms: elapsedMs(started),
+      ttfb_ms: hop.ttfb_ms,
+      timings: hop.timings,
+      headers,
+      ...(hop.tls ? { tls: hop.tls } : {}),
+      body_bytes: hop.parser.bodyBytes,
+      body_truncated: hop.parser.bodyTruncated,
+      ...(hop.parser.bodyIncomplete ? { body_incomplete: true } : {}),
+      ...(authorization !== undefined ? { auth_scheme: params.auth_scheme, ...(authDropped ? { auth_dropped_on_redirect: true } : {}) } : {}),
+    };
+  }
+}

@@ -9,6 +9,7 @@ import { skillsCommand } from "./skills.ts";
 import { auditCommand } from "./audit.ts";
 import { edgeCommand } from "./edge.ts";
 import { packsCommand } from "./packs.ts";
+import { credentialsCommand } from "./credentials.ts";
 import { sopCommand } from "./sop.ts";
 
 function managerCommand(): Command {
@@ -86,6 +87,7 @@ export function buildProgram(): Command {
   program.addCommand(auditCommand());
   program.addCommand(edgeCommand());
   program.addCommand(packsCommand());
+  program.addCommand(credentialsCommand());
   program.addCommand(sopCommand());
   for (const c of program.commands) {
     c.exitOverride();

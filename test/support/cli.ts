@@ -13,14 +13,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `ongrid ...args` to completion. */
-export function runOngrid(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Promise<CliResult> {
+/** Runs `ongrid ...args` to completion; `input`, when given, is written to its stdin (otherwise stdin is closed). */
+export function runOngrid(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT, input?: string): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    if (input !== undefined) {
+      child.stdin!.on("error", () => {}); // the command may exit without reading it
+      child.stdin!.end(input);
+    }
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
+    child.stdout!.on("data", (d) => (stdout += d));
+    child.stderr!.on("data", (d) => (stderr += d));
     child.on("error", reject);
     child.on("close", (code) => resolvePromise({ code, stdout, stderr }));
   });
