@@ -5,12 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { openDatabase } from "../manager/db/client.ts";
-import { runOngrid, startAndWaitFor, stopGroup } from "./support/cli.ts";
+import { runOngrid, runOngrid as runCli, startAndWaitFor, stopGroup } from "./support/cli.ts";
 import { startFakeSearx, type FakeSearx } from "./support/searxng.ts";
 
 let dir: string;
 let searx: FakeSearx;
 const env = () => ({ ONGRID_WEB_SEARCH_URL: searx.url, DATABASE_URL: "" });
+/** What the manager prints on its first start: a notice, then the bootstrap admin's API token on a line of its own. */
+const BOOTSTRAP_TOKEN = /first start: created user "admin"[^\n]*\n(ogu_[0-9a-f]{12}_[A-Za-z0-9_-]{43})\n/;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "ongrid-cli-"));
@@ -114,8 +116,15 @@ describe("ongrid CLI", () => {
 describe("against a running manager", () => {
   it("uses --manager URL for run, list, verify and export; the data dir stays locked; SIGTERM stops it cleanly", async () => {
     const data = join(dir, "remote");
-    const { child, match } = await startAndWaitFor(process.execPath, ["bin/ongrid.mjs", "manager", "--port", "0", "--data", data], /listening on (http:\/\/\S+)/, { env: env() });
+    const { child, match } = await startAndWaitFor(
+      process.execPath,
+      ["bin/ongrid.mjs", "manager", "--port", "0", "--data", data],
+      new RegExp(`listening on (http://\\S+)[^]*?${BOOTSTRAP_TOKEN.source}`),
+      { env: env() },
+    );
     const url = match[1];
+    // every --manager call below authenticates with the token the manager printed (ONGRID_TOKEN)
+    const runOngrid = (args: string[]) => runCli(args, { ONGRID_TOKEN: match[2] });
     try {
       const run = await runOngrid(["skills", "run", "web_search", "--param", "query=remote call", "--param", "limit=1", "--json", "--manager", url]);
       expect(run.code, run.stderr).toBe(0);
@@ -143,6 +152,11 @@ describe("against a running manager", () => {
       expect(badOut.code).toBe(2);
       expect(badOut.stderr).toMatch(/--out: cannot write .*ENOENT/);
 
+      // without a token the manager refuses the CLI (and audits the refusal: row 3)
+      const anonymous = await runCli(["skills", "list", "--manager", url], { ONGRID_TOKEN: "", ONGRID_TOKEN_FILE: "" });
+      expect(anonymous.code).toBe(1);
+      expect(anonymous.stderr).toMatch(/manager answered unauthenticated: no API token/);
+
       const locked = await runOngrid(["audit", "list", "--data", data]);
       expect(locked.code).toBe(1);
       expect(locked.stderr).toContain(`pid ${child.pid}`);
@@ -154,20 +168,33 @@ describe("against a running manager", () => {
     expect(code).toBe(0);
     expect(existsSync(join(data, "ongrid.lock"))).toBe(false);
     const after = await runOngrid(["audit", "verify", "--data", data]);
-    expect(after.stdout).toMatch(/intact: 2 rows checked/);
+    expect(after.stdout).toMatch(/intact: 3 rows checked/);
+    const rows = JSON.parse((await runCli(["audit", "list", "--json", "--data", data])).stdout) as Array<{ seq: number; decision: string; decision_reason: string; caller_user_id: string }>;
+    expect(rows.map((r) => r.seq)).toEqual([1, 2, 3]);
+    expect(rows[0]).toMatchObject({ decision: "allow", caller_user_id: "admin" });
+    expect(rows[2]).toMatchObject({ decision: "deny", caller_user_id: "" });
+    expect(rows[2].decision_reason).toMatch(/^unauthenticated: no API token/);
   });
 });
 
 describe("npm start", () => {
   it("starts the manager on embedded PGlite with a local edge, and serves ListSkills with host skills", async () => {
     const data = join(dir, "start");
-    const { child, match, output } = await startAndWaitFor("npm", ["start", "--", "--port", "0", "--data", data], /local edge "(\S+)" started; try: .* --manager (http:\/\/\S+)/, { env: { DATABASE_URL: "" } });
-    const [, edgeId, url] = match;
+    const { child, match, output } = await startAndWaitFor(
+      "npm",
+      ["start", "--", "--port", "0", "--data", data],
+      new RegExp(`${BOOTSTRAP_TOKEN.source}[^]*?local edge "(\\S+)" started; try: .* --manager (http://\\S+)`),
+      { env: { DATABASE_URL: "" } },
+    );
+    const [, token, edgeId, url] = match;
     try {
+      // the printed token is what lets a caller in: without it the manager answers 401
+      const anonymous = await fetch(`${url}/ongrid.v1.SkillService/ListSkills`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      expect(anonymous.status).toBe(401);
       let body: { skills: Array<{ key: string; scope: string; edgeIds?: string[] }> } = { skills: [] };
       const deadline = Date.now() + 20_000;
       while (Date.now() < deadline) {
-        const res = await fetch(`${url}/ongrid.v1.SkillService/ListSkills`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+        const res = await fetch(`${url}/ongrid.v1.SkillService/ListSkills`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: "{}" });
         expect(res.status).toBe(200);
         body = (await res.json()) as typeof body;
         if (body.skills.some((s) => s.scope === "SKILL_SCOPE_HOST")) break;

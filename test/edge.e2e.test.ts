@@ -1,7 +1,7 @@
 /** Real compiled edges ↔ a real manager: host skills, distinct errors, fan-out, liveness, cancellation. */
 import net from "node:net";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,19 +11,26 @@ import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
-import { SkillScope } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import { SkillClass, SkillScope } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import { ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, stopChild, waitFor, type TestEdge } from "./support/edge.ts";
+import { bearer, makeUser } from "./support/auth.ts";
 
 const HEARTBEAT_MS = 400;
 let m: TestManager;
 let edges: TestEdge[] = [];
 let skills: ReturnType<typeof createClient<typeof SkillService>>;
 let root: string;
+/** An ordinary caller (role operator): runs the skills in this file. */
+let opToken: string;
+/** An EdgeService client with the given token (the admin's unless another is given). */
+const edgeClientOf = (token = m.adminToken) => createClient(EdgeService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
 
 beforeAll(async () => {
   m = await bootManager({ "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms` });
-  skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+  opToken = await makeUser(m, "oper", "operator");
+  skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(opToken)] }));
   root = mkdtempSync(join(tmpdir(), "ongrid-edge-root-"));
   // edge-a1 serves most tests in this file; others start their own edges
   edges.push(await startEdge(m, "edge-a1", { labels: { team: "a", zone: "z1" }, roots: [root] }));
@@ -71,7 +78,7 @@ describe("host skills through the tunnel", () => {
     const byEdge = await skills.listSkills({ edgeId: "edge-a1" });
     expect(byEdge.skills.every((s) => s.edgeIds.includes("edge-a1"))).toBe(true);
     expect(byEdge.skills.map((s) => s.key)).not.toContain("web_search");
-    const edgeClient = createClient(EdgeService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const edgeClient = edgeClientOf(opToken);
     const e = (await edgeClient.getEdge({ id: "edge-a1" })).edge!;
     expect(e).toMatchObject({ id: "edge-a1", online: true, labels: { team: "a", zone: "z1" } });
     expect(e.skills.map((s) => s.key)).toContain("probe_tcp");
@@ -282,8 +289,14 @@ describe("liveness", () => {
   it("marks an edge offline when its tunnel closes, and a revoked edge is disconnected", async () => {
     const e = await startEdge(m, "edge-revoke-me");
     edges.push(e);
-    const edgeClient = createClient(EdgeService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
-    const res = await edgeClient.revokeEdge({ id: "edge-revoke-me" });
+    // RevokeEdge needs role admin: an operator is refused (audited) and the edge stays connected
+    const refused = (await edgeClientOf(opToken).revokeEdge({ id: "edge-revoke-me" }).catch((x) => x)) as ConnectError;
+    expect(refused).toBeInstanceOf(ConnectError);
+    expect(refused.code).toBe(Code.PermissionDenied);
+    expect(refused.rawMessage).toMatch(/ongrid\.v1\.EdgeService\/RevokeEdge needs role admin or above; "oper" is operator/);
+    expect(m.hub.session("edge-revoke-me")).toBeDefined();
+    expect((await m.edges.get("edge-revoke-me"))?.revokedAt).toBeFalsy();
+    const res = await edgeClientOf().revokeEdge({ id: "edge-revoke-me" });
     expect(res.disconnected).toBe(true);
     expect(m.hub.session("edge-revoke-me")).toBeUndefined();
     // it keeps trying with its revoked token and is refused every time
@@ -344,7 +357,7 @@ describe("TLS between edge and manager", () => {
       expect(tm.url).toMatch(/^https:/);
       const good = await startEdge(tm, "edge-tls", { args: ["--ca", pki.caCert] });
       edges.push(good);
-      const res = await createClient(SkillService, createConnectTransport({ baseUrl: tm.url, httpVersion: "2", nodeOptions: { ca: pki.caPem } })).listSkills({ edgeId: "edge-tls" });
+      const res = await createClient(SkillService, createConnectTransport({ baseUrl: tm.url, httpVersion: "2", nodeOptions: { ca: pki.caPem }, interceptors: [bearer(tm.adminToken)] })).listSkills({ edgeId: "edge-tls" });
       expect(res.skills.length).toBeGreaterThan(0);
       await good.stop();
 
@@ -368,8 +381,13 @@ describe("the compiled binary", () => {
     const { runOngrid } = await import("./support/cli.ts");
     const { EDGE_BIN } = await import("./global-setup.ts");
     const { spawn } = await import("node:child_process");
-    // The CLI enrolls through the running manager and prints the token on its last line.
-    const enroll = await runOngrid(["edge", "enroll", "edge-nonode", "--manager", m.url]);
+    // EnrollEdge needs role admin: the CLI with an operator's token is refused, naming the role.
+    const refused = await runOngrid(["edge", "enroll", "edge-nonode", "--manager", m.url], { ONGRID_TOKEN: opToken });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/permission_denied: .*EnrollEdge needs role admin or above; "oper" is operator/);
+    expect(await m.edges.get("edge-nonode")).toBeUndefined();
+    // The CLI enrolls through the running manager (as an admin) and prints the token on its last line.
+    const enroll = await runOngrid(["edge", "enroll", "edge-nonode", "--manager", m.url], { ONGRID_TOKEN: m.adminToken });
     expect(enroll.code, enroll.stderr).toBe(0);
     const token = enroll.stdout.trim().split("\n").at(-1)!;
     expect(token).toMatch(/^ogt_[A-Za-z0-9_-]{40,}$/);
@@ -391,7 +409,8 @@ describe("the compiled binary", () => {
     } finally {
       await stopChild(child);
     }
-    const list = await runOngrid(["edge", "list", "--json", "--manager", m.url]);
+    const list = await runOngrid(["edge", "list", "--json", "--manager", m.url], { ONGRID_TOKEN: opToken });
+    expect(list.code, list.stderr).toBe(0);
     const rows = JSON.parse(list.stdout) as Array<{ id: string; online: boolean }>;
     expect(rows.find((r) => r.id === "edge-nonode")).toMatchObject({ id: "edge-nonode" });
   });
@@ -404,17 +423,50 @@ describe("exec: dynamic risk, deadlines, cancellation, a dying edge", () => {
     edges.push(ex);
   });
 
-  it("runs a safe command, and refuses mutating and dangerous ones with approval required (audited as deny)", async () => {
+  it("runs a safe command, parks a mutating one for approval (audited ask), and refuses a dangerous one without a signed SOP (audited deny); neither runs", async () => {
     const ok = await run("exec", "edge-exec", { command: "df -h /" });
     expect(ok.result?.success, JSON.stringify(ok.result?.error)).toBe(true);
     expect(output(ok).stdout).toMatch(/Filesystem/);
-    for (const [command, cls] of [["systemctl restart nginx", "mutating"], ["mkfs.ext4 /dev/sdz", "dangerous"]]) {
-      const err = (await run("exec", "edge-exec", { command }).catch((e) => e)) as ConnectError;
-      expect(err.code).toBe(Code.PermissionDenied);
-      expect(err.rawMessage).toMatch(new RegExp(`approval required: "exec" is ${cls}`));
-      const row = await auditRowOf(err);
-      expect(row).toMatchObject({ toolName: "exec", deviceId: "edge-exec", decision: "deny" });
-      expect(row.decisionReason).toBe(`approval_required: effective class ${cls}`);
+    await m.audit.flush();
+    const [okRow] = await m.audit.list({ afterSeq: Number(ok.auditSeq) - 1, limit: 1 });
+    expect(okRow).toMatchObject({ toolName: "exec", deviceId: "edge-exec", decision: "allow", decisionReason: 'safe: "exec" is safe', callerUserId: "oper" });
+
+    // Commands with a visible effect on the edge's host, so "nothing ran" can be checked.
+    const scratch = mkdtempSync(join(tmpdir(), "ongrid-exec-gate-"));
+    const marker = join(scratch, "written-by-exec");
+    const victim = join(scratch, "victim");
+    mkdirSync(join(victim, "sub"), { recursive: true });
+    try {
+      for (const command of ["systemctl restart nginx", `echo ran > ${marker}`]) {
+        const res = await run("exec", "edge-exec", { command });
+        expect(res.result, command).toBeUndefined();
+        expect(res.approval?.state, command).toBe(ApprovalState.PENDING);
+        expect(res.approval).toMatchObject({ key: "exec", edgeId: "edge-exec", effectiveClass: SkillClass.MUTATING, requesterUserId: "oper", requesterRole: "operator" });
+        await m.audit.flush();
+        const [row] = await m.audit.list({ afterSeq: Number(res.auditSeq) - 1, limit: 1 });
+        expect(row.seq).toBe(Number(res.auditSeq));
+        expect(row).toMatchObject({ toolName: "exec", deviceId: "edge-exec", decision: "ask", approvalId: res.approval!.id, result: null, error: "" });
+        expect(row.decisionReason).toMatch(/^approval_required: "exec" is mutating/);
+        expect((await m.approvals.get(res.approval!.id))?.state).toBe("pending");
+      }
+      for (const command of ["mkfs.ext4 /dev/sdz", `rm -rf ${victim}`]) {
+        const err = (await run("exec", "edge-exec", { command }).catch((e) => e)) as ConnectError;
+        expect(err, command).toBeInstanceOf(ConnectError);
+        expect(err.code, command).toBe(Code.PermissionDenied);
+        expect(err.rawMessage).toMatch(/"exec" is dangerous for these params and needs a signed SOP covering it/);
+        const row = await auditRowOf(err);
+        expect(row).toMatchObject({ toolName: "exec", deviceId: "edge-exec", decision: "deny", approvalId: "", result: null });
+        expect(row.decisionReason).toMatch(/^sop_missing: /);
+      }
+      // nothing ran: give a (wrongly) dispatched command time to act, then look
+      await new Promise((r) => setTimeout(r, 500));
+      expect(existsSync(marker)).toBe(false);
+      expect(existsSync(join(victim, "sub"))).toBe(true);
+      await m.audit.flush();
+      const rows = await m.audit.list({ edgeId: "edge-exec", toolName: "exec", limit: 1000 });
+      expect(rows.filter((r) => r.decision === "allow").map((r) => (r.args as { command: string }).command)).toEqual(["df -h /"]);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
     }
   });
 

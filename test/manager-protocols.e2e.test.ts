@@ -11,6 +11,7 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { startFakeSearx, type FakeSearx } from "./support/searxng.ts";
 import { makeTestPki, type TestPki } from "./support/tls.ts";
 import { ROOT } from "./support/cli.ts";
+import { bearer } from "./support/auth.ts";
 
 const exec = promisify(execFile);
 let searx: FakeSearx;
@@ -35,9 +36,9 @@ describe("TLS", () => {
     expect(m.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     const nodeOptions = { ca: pki.caPem };
     for (const transport of [
-      createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", nodeOptions }),
-      createConnectTransport({ baseUrl: m.url, httpVersion: "2", nodeOptions }),
-      createGrpcTransport({ baseUrl: m.url, nodeOptions }),
+      createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", nodeOptions, interceptors: [bearer(m.adminToken)] }),
+      createConnectTransport({ baseUrl: m.url, httpVersion: "2", nodeOptions, interceptors: [bearer(m.adminToken)] }),
+      createGrpcTransport({ baseUrl: m.url, nodeOptions, interceptors: [bearer(m.adminToken)] }),
     ]) {
       const res = await createClient(SkillService, transport).listSkills({});
       expect(res.skills.map((s) => s.key)).toContain("web_search");
@@ -48,7 +49,8 @@ describe("TLS", () => {
   });
 
   it("refuses a client that does not trust the certificate", async () => {
-    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    // a valid token, so that the only thing wrong is the trust in the certificate
+    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(m.adminToken)] }));
     await expect(client.listSkills({})).rejects.toThrow(/certificate|self[- ]signed|unable to verify/i);
   });
 });
@@ -66,7 +68,7 @@ describe("cleartext", () => {
     const body = JSON.stringify({ key: "web_search", params: { query: "buf curl", limit: 1 } });
     const outputs: unknown[] = [];
     for (const proto of [["--protocol", "grpc", "--http2-prior-knowledge"], ["--protocol", "grpcweb"], ["--protocol", "connect"]]) {
-      const { stdout } = await exec(buf, ["curl", "--schema", "proto", ...proto, "-d", body, url], { cwd: ROOT });
+      const { stdout } = await exec(buf, ["curl", "--schema", "proto", ...proto, "-H", `authorization: Bearer ${m.adminToken}`, "-d", body, url], { cwd: ROOT });
       const res = JSON.parse(stdout) as { result: { success: boolean; output: { results: Array<{ title: string }> } } };
       expect(res.result.success).toBe(true);
       outputs.push(res.result.output);
@@ -77,7 +79,7 @@ describe("cleartext", () => {
   });
 
   it("truncates an output over skills.output_cap_bytes with a marker, for the caller and the audit row", async () => {
-    const client = createClient(SkillService, createGrpcWebTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const client = createClient(SkillService, createGrpcWebTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(m.adminToken)] }));
     const res = await client.executeSkill({ key: "web_search", input: { case: "params", value: { query: "long answer ".repeat(20), limit: 3 } } });
     expect(res.result!.truncated).toBe(true);
     const out = res.result!.output!.kind;

@@ -15,26 +15,34 @@ import { SkillResultSchema } from "../proto/gen/ongrid/v1/skill_pb.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startFakeSearx, type FakeSearx } from "./support/searxng.ts";
 import { grpcUnary } from "./support/grpc-client.ts";
+import { bearer, makeUser } from "./support/auth.ts";
 
 let m: TestManager;
 let searx: FakeSearx;
+/** An ordinary caller's token (role operator): skills are run as that user; the audit service needs the admin's. */
+let op: string;
 
 beforeAll(async () => {
   searx = await startFakeSearx();
   m = await bootManager({ "skills.web_search.url": searx.url, "server.max_request_bytes": 4096 });
+  op = await makeUser(m, "oper", "operator");
 });
 afterAll(async () => {
   await m?.stop();
   await searx?.close();
 });
 
-function connectJsonPost(method: string, body: string): Promise<Response> {
+/** POSTs Connect JSON to a SkillService method, with the operator's token unless another (or none: null) is given. */
+function connectJsonPost(method: string, body: string, token: string | null = op, extra: Record<string, string> = {}): Promise<Response> {
   return fetch(`${m.url}/ongrid.v1.SkillService/${method}`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...extra },
     body,
   });
 }
+
+/** A Connect client of SkillService over HTTP/1.1 sending the operator's token. */
+const skillClient = () => createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(op)] }));
 
 /** Polls until the audit log holds `n` rows (rows of refused requests are written when the response closes). */
 async function waitForRows(n: number, timeoutMs = 10_000) {
@@ -63,6 +71,7 @@ describe("one port, three clients", () => {
       ExecuteSkillRequestSchema,
       ExecuteSkillResponseSchema,
       { key: "web_search", input: { case: "params", value: params } },
+      { authorization: `Bearer ${op}` },
     );
     const viaGrpc = toJson(SkillResultSchema, grpc.response.result!) as Record<string, unknown>;
 
@@ -70,10 +79,10 @@ describe("one port, three clients", () => {
     expect(res.status).toBe(200);
     const viaFetch = ((await res.json()) as { result: Record<string, unknown> }).result;
 
-    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const client = skillClient();
     const viaConnect = toJson(SkillResultSchema, (await client.executeSkill({ key: "web_search", input: { case: "params", value: params } })).result!) as Record<string, unknown>;
 
-    const h2client = createClient(SkillService, createGrpcTransport({ baseUrl: m.url }));
+    const h2client = createClient(SkillService, createGrpcTransport({ baseUrl: m.url, interceptors: [bearer(op)] }));
     const viaConnectGrpc = toJson(SkillResultSchema, (await h2client.executeSkill({ key: "web_search", input: { case: "params", value: params } })).result!) as Record<string, unknown>;
 
     const strip = (r: Record<string, unknown>) => ({ ...r, durationMs: undefined });
@@ -92,7 +101,7 @@ describe("one port, three clients", () => {
     const ws = body.skills.find((s) => s.key === "web_search");
     expect(ws).toMatchObject({ scope: "SKILL_SCOPE_MANAGER", class: "SKILL_CLASS_SAFE" });
     expect(JSON.parse(ws!.jsonSchema).required).toEqual(["query"]);
-    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const client = skillClient();
     await expect(client.getSkill({ key: "nope" })).rejects.toMatchObject({ code: Code.NotFound });
   });
 
@@ -100,6 +109,80 @@ describe("one port, three clients", () => {
     const res = await fetch(`${m.url}/healthz`);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("ok\n");
+  });
+});
+
+describe("authentication", () => {
+  /** A token of the right shape that this manager never issued. */
+  const unknownToken = `ogu_0123456789ab_${"A".repeat(42)}Q`;
+
+  /** Sends ExecuteSkill with the given authorization header (none when undefined); returns the error and the row it wrote. */
+  async function refused(authorization: string | undefined) {
+    await m.audit.flush();
+    const before = (await m.audit.list({ limit: 1000 })).length;
+    const queries = searx.queries.length;
+    const client = createClient(
+      SkillService,
+      createConnectTransport({
+        baseUrl: m.url,
+        httpVersion: "1.1",
+        interceptors: authorization === undefined ? [] : [(next) => (req) => (req.header.set("authorization", authorization), next(req))],
+      }),
+    );
+    const err = (await client.executeSkill({ key: "web_search", input: { case: "params", value: { query: "who am i" } } }).catch((e) => e)) as ConnectError;
+    expect(err).toBeInstanceOf(ConnectError);
+    const rows = await waitForRows(before + 1);
+    expect(rows.length).toBe(before + 1);
+    expect(searx.queries.length, "the skill must not have run").toBe(queries);
+    const row = rows.at(-1)!;
+    expect(row).toMatchObject({ toolName: "web_search", decision: "deny", callerUserId: "", result: null });
+    expect(row.decisionReason).toMatch(/^unauthenticated: /);
+    expect(row.error).toMatch(/^unauthenticated: /);
+    return { err, row };
+  }
+
+  it("refuses a call without a token: UNAUTHENTICATED, audited as deny", async () => {
+    const { err, row } = await refused(undefined);
+    expect(err.code).toBe(Code.Unauthenticated);
+    expect(err.rawMessage).toMatch(/no API token: send `authorization: Bearer <token>`/);
+    expect(row.decisionReason).toMatch(/no API token/);
+    // the same for Connect JSON over fetch and for a plain gRPC client
+    const res = await connectJsonPost("ListSkills", "{}", null);
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { code: string }).code).toBe("unauthenticated");
+    const grpcErr = await grpcUnary(`127.0.0.1:${m.port}`, "/ongrid.v1.SkillService/ExecuteSkill", ExecuteSkillRequestSchema, ExecuteSkillResponseSchema, {
+      key: "web_search",
+      input: { case: "params", value: { query: "x" } },
+    }).catch((e) => e);
+    expect(grpcErr.code).toBe(GrpcStatus.UNAUTHENTICATED);
+  });
+
+  it("refuses a malformed token, and an authorization header that is not Bearer", async () => {
+    for (const header of ["Bearer not-a-token", `Bearer ${unknownToken.slice(0, -1)}`, `Basic ${Buffer.from("admin:admin").toString("base64")}`]) {
+      const { err, row } = await refused(header);
+      expect(err.code, header).toBe(Code.Unauthenticated);
+      expect(err.rawMessage, header).toMatch(/the API token is malformed/);
+      expect(row.decisionReason).toMatch(/malformed/);
+    }
+  });
+
+  it("refuses a well-formed token that was never issued, without echoing it", async () => {
+    const { err, row } = await refused(`Bearer ${unknownToken}`);
+    expect(err.code).toBe(Code.Unauthenticated);
+    expect(err.rawMessage).toMatch(/unknown API token \(id 0123456789ab\)/);
+    const secret = unknownToken.split("_").at(-1)!;
+    expect(err.rawMessage).not.toContain(secret);
+    const raw = await m.database.db.execute(sql`select args_json::text as a, error, decision_reason from tool_calls where seq = ${row.seq}`);
+    expect(JSON.stringify(raw)).not.toContain(secret);
+  });
+
+  it("keeps serving callers with a valid token after the refusals", async () => {
+    const res = await connectJsonPost("ExecuteSkill", JSON.stringify({ key: "web_search", params: { query: "still authenticated" } }));
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { result: { success: boolean } }).result.success).toBe(true);
+    const row = await lastRow();
+    expect(row).toMatchObject({ toolName: "web_search", decision: "allow", callerUserId: "oper", callerRole: "operator" });
+    expect(row.decisionReason).toBe('safe: "web_search" is safe');
   });
 });
 
@@ -143,6 +226,7 @@ describe("bad input gets a clear error, is audited, and the server keeps serving
       ExecuteSkillRequestSchema,
       ExecuteSkillResponseSchema,
       { key: "web_search", input: { case: "params", value: { query: "y".repeat(6000) } } },
+      { authorization: `Bearer ${op}` },
     ).catch((e) => e);
     expect(err.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
     const rows = await waitForRows(before + 1);
@@ -153,11 +237,11 @@ describe("bad input gets a clear error, is audited, and the server keeps serving
 
 describe("audit: one row per outcome, redacted, hash-chained", () => {
   it("writes a success row and a skill-error row with the envelope", async () => {
-    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const client = skillClient();
     const ok = await client.executeSkill({ key: "web_search", input: { case: "params", value: { query: "disk full" } }, sessionId: "s-1" });
     const okRow = await lastRow();
     expect(Number(ok.auditSeq)).toBe(okRow.seq);
-    expect(okRow).toMatchObject({ toolName: "web_search", sessionId: "s-1", error: "", decision: "allow" });
+    expect(okRow).toMatchObject({ toolName: "web_search", sessionId: "s-1", error: "", decision: "allow", callerUserId: "oper", callerRole: "operator" });
     expect((okRow.result as { success: boolean }).success).toBe(true);
 
     searx.respond(() => ({ status: 500, body: "oops" }));
@@ -233,7 +317,7 @@ describe("audit: one row per outcome, redacted, hash-chained", () => {
         return p;
       },
     });
-    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const client = skillClient();
     const got = await client.getSkill({ key: "fleet_probe_targets" });
     expect(got.skill!.rawJsonSchema).toBe(raw);
     expect(got.skill!.jsonSchema).toBe(raw);
@@ -243,7 +327,7 @@ describe("audit: one row per outcome, redacted, hash-chained", () => {
   });
 
   it("VerifyChain holds, then names the row edited behind its back", async () => {
-    const audit = createClient(AuditService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const audit = createClient(AuditService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(m.adminToken)] }));
     const good = await audit.verifyChain({});
     expect(good.ok).toBe(true);
     const head = await lastRow();
@@ -264,7 +348,7 @@ describe("audit: one row per outcome, redacted, hash-chained", () => {
 
 describe("errors never leak internals", () => {
   it("maps a ConnectError code for a manager-scope skill given an edge id", async () => {
-    const client = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+    const client = skillClient();
     const err = (await client.executeSkill({ key: "web_search", edgeId: "edge-1", input: { case: "params", value: { query: "x" } } }).catch((e) => e)) as ConnectError;
     expect(err.code).toBe(Code.InvalidArgument);
     expect(err.rawMessage).toMatch(/edge_id: must be empty/);

@@ -12,12 +12,17 @@ import { SkillScope } from "../proto/gen/ongrid/v1/skill_pb.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { ROOT, runOngrid, startAndWaitFor, stopGroup } from "./support/cli.ts";
+import { bearer, makeUser } from "./support/auth.ts";
 
 let work: string;
 let managerPacks: string;
 let m: TestManager;
 let skills: ReturnType<typeof createClient<typeof SkillService>>;
 const edges: TestEdge[] = [];
+/** An ordinary caller (role operator): runs and lists the skills in this file. */
+let opToken: string;
+/** The environment of a CLI run against `m` as the admin (RescanPacks needs role admin). */
+const asAdmin = () => ({ ONGRID_TOKEN: m.adminToken });
 
 /** Writes a bash pack `<dir>/<name>` whose one skill echoes its params with a marker. */
 function writePack(dir: string, name: string, key: string, opts: { description?: string; cls?: string; marker?: string } = {}): string {
@@ -54,7 +59,8 @@ beforeAll(async () => {
   mkdirSync(managerPacks);
   writePack(managerPacks, "greet", "pack_greet");
   m = await bootManager({ "packs.dirs": managerPacks, "packs.watch": false });
-  skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1" }));
+  opToken = await makeUser(m, "oper", "operator");
+  skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(opToken)] }));
 });
 afterAll(async () => {
   await Promise.all(edges.map((e) => e.stop()));
@@ -80,20 +86,25 @@ describe("manager-scope packs", () => {
 
   it("`ongrid packs rescan` adds, changes and removes packs; problems are printed and fail the command", async () => {
     writePack(managerPacks, "second", "pack_second");
-    const added = await runOngrid(["packs", "rescan", "--manager", m.url, "--json"]);
+    // RescanPacks needs role admin: an operator's token is refused, naming the role, and nothing is loaded
+    const refused = await runOngrid(["packs", "rescan", "--manager", m.url, "--json"], { ONGRID_TOKEN: opToken });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/permission_denied: ongrid\.v1\.SkillService\/RescanPacks needs role admin or above; "oper" is operator/);
+    expect(await keysOf(SkillScope.MANAGER)).not.toContain("pack_second");
+    const added = await runOngrid(["packs", "rescan", "--manager", m.url, "--json"], asAdmin());
     expect(added.code, added.stderr).toBe(0);
     expect(JSON.parse(added.stdout)).toMatchObject({ added: ["pack_second"], changed: [], removed: [] });
     expect(await keysOf(SkillScope.MANAGER)).toContain("pack_second");
 
     writePack(managerPacks, "second", "pack_second", { description: "A changed description; use it to check rescans." });
-    const changed = JSON.parse((await runOngrid(["packs", "rescan", "--manager", m.url, "--json"])).stdout);
+    const changed = JSON.parse((await runOngrid(["packs", "rescan", "--manager", m.url, "--json"], asAdmin())).stdout);
     expect(changed).toMatchObject({ added: [], changed: ["pack_second"] });
     expect((await skills.getSkill({ key: "pack_second" })).skill?.description).toMatch(/changed description/);
 
     rmSync(join(managerPacks, "second"), { recursive: true });
     mkdirSync(join(managerPacks, "broken"));
     writeFileSync(join(managerPacks, "broken", "skill.json"), '{"key": "pack_broken", "class": "risky"}');
-    const removed = await runOngrid(["packs", "rescan", "--manager", m.url, "--json"]);
+    const removed = await runOngrid(["packs", "rescan", "--manager", m.url, "--json"], asAdmin());
     expect(removed.code).toBe(1);
     const r = JSON.parse(removed.stdout);
     expect(r.removed).toEqual(["pack_second"]);
@@ -121,11 +132,15 @@ describe("manager-scope packs", () => {
   it("a manager started from the CLI rescans on SIGHUP", async () => {
     const dir = join(work, "sighup-packs");
     mkdirSync(dir);
-    const { child, match } = await startAndWaitFor(process.execPath, [join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", "0", "--data", join(work, "sighup-data")], /listening on (http:\/\/\S+)/, {
-      env: { ONGRID_PACK_DIRS: dir, ONGRID_PACK_WATCH: "false", ONGRID_LOG_LEVEL: "warn", DATABASE_URL: "" },
-    });
+    // The token is the bootstrap admin's, printed once on the first start, on the line after the notice.
+    const { child, match } = await startAndWaitFor(
+      process.execPath,
+      [join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", "0", "--data", join(work, "sighup-data")],
+      /listening on (http:\/\/\S+)[^]*?first start: created user "admin"[^\n]*\n(ogu_[0-9a-f]{12}_[A-Za-z0-9_-]{43})\n/,
+      { env: { ONGRID_PACK_DIRS: dir, ONGRID_PACK_WATCH: "false", ONGRID_LOG_LEVEL: "warn", DATABASE_URL: "" } },
+    );
     try {
-      const client = createClient(SkillService, createConnectTransport({ baseUrl: match[1]!, httpVersion: "1.1" }));
+      const client = createClient(SkillService, createConnectTransport({ baseUrl: match[1]!, httpVersion: "1.1", interceptors: [bearer(match[2]!)] }));
       const has = async () => (await client.listSkills({})).skills.some((s) => s.key === "pack_hup");
       writePack(dir, "hup", "pack_hup");
       await new Promise((r) => setTimeout(r, 500));

@@ -141,11 +141,17 @@ async function main(): Promise<number> {
   });
   const url = (await waitForLine(manager, /listening on (https?:\/\/\S+)/, 60_000))[1];
   if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):/.test(url)) throw new Error(`the manager is not on loopback: ${url}`);
+  // Every RPC needs an API token; EnrollEdge needs role admin. A fresh manager prints its admin's
+  // token once, on the line after this notice.
+  const adminToken = (await waitForLine(manager, /first start: created user "admin"[^\n]*\n(ogu_\S+)\n/, 10_000))[1];
   const bare = startWorker("bare-server", join(HERE, "bare-server.ts"), needFds);
   const bareUrl = `http://127.0.0.1:${(await bare.request<{ port: number }>({ cmd: "listen" }, 30_000)).port}`;
   const bareSession = http2.connect(bareUrl);
   sessions.push(bareSession);
-  const transport = createGrpcTransport({ baseUrl: url });
+  const transport = createGrpcTransport({
+    baseUrl: url,
+    interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${adminToken}`), next(req))],
+  });
   const skills = createClient(SkillService, transport);
   const edgeSvc = createClient(EdgeService, transport);
 
