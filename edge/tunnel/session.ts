@@ -16,6 +16,7 @@ import type { ResultEnvelope } from "../../skill/types.ts";
 import { classFromProto, metadataToProto } from "../../skill/proto.ts";
 import { effectiveClass } from "../../skill/registry.ts";
 import { evidenceKey, evidenceProblem } from "../../skill/evidence.ts";
+import { withCredentialValues } from "../../skill/credential.ts";
 import { createChannel } from "./channel.ts";
 
 /** What the session needs to know about this edge. */
@@ -157,7 +158,8 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
       if (!skill) return send(x.callId, failure("not_found", `this edge does not offer skill "${x.key}"`, "ListSkills shows which edges offer it", rt.id));
       let params: Record<string, unknown>;
       try {
-        params = validateParams(skill, x.params ?? {});
+        // Credential params arrive holding the value the manager injected, not the name.
+        params = validateParams(withCredentialValues(skill), x.params ?? {});
       } catch (err) {
         const e = err as OngridError;
         return send(x.callId, failure("invalid_argument", e.message, e.hint, rt.id));

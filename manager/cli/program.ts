@@ -11,6 +11,8 @@ import { edgeCommand } from "./edge.ts";
 import { packsCommand } from "./packs.ts";
 import { credentialsCommand } from "./credentials.ts";
 import { sopCommand } from "./sop.ts";
+import { tokensCommand, usersCommand } from "./users.ts";
+import { approvalsCommand } from "./approvals.ts";
 
 function managerCommand(): Command {
   return new Command("manager")
@@ -34,6 +36,10 @@ function managerCommand(): Command {
       });
       const manager = await startManager(config);
       console.log(`ongrid manager ${MANAGER_VERSION} listening on ${manager.url} (database: ${manager.database.kind}${manager.database.kind === "pglite" ? ` in ${config.data_dir}` : ""})`);
+      if (manager.bootstrapToken) {
+        console.log(`first start: created user "admin" (role admin). Its API token, shown only this once (keep it; \`ongrid tokens create --user admin\` on this host makes another):`);
+        console.log(manager.bootstrapToken);
+      }
       let localEdge: { id: string; stop(): void } | undefined;
       if (opts.localEdge) {
         localEdge = await startLocalEdge({
@@ -50,7 +56,9 @@ function managerCommand(): Command {
         });
         if (localEdge) console.log(`local edge "${localEdge.id}" started; try: npx ongrid skills run host_load --edge ${localEdge.id} --manager ${manager.url}`);
       }
-      console.log(`try: curl -s -X POST -H 'content-type: application/json' -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`);
+      console.log(
+        `try: curl -s -X POST -H 'content-type: application/json' -H "authorization: Bearer ${manager.bootstrapToken ?? "$ONGRID_TOKEN"}" -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`,
+      );
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) return;
@@ -89,6 +97,9 @@ export function buildProgram(): Command {
   program.addCommand(packsCommand());
   program.addCommand(credentialsCommand());
   program.addCommand(sopCommand());
+  program.addCommand(usersCommand());
+  program.addCommand(tokensCommand());
+  program.addCommand(approvalsCommand());
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

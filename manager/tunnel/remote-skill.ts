@@ -18,6 +18,7 @@ const TYPES: Partial<Record<ParamType, ParamSpec["type"]>> = {
   [ParamType.ENUM]: "enum",
   [ParamType.DURATION]: "duration",
   [ParamType.STRING_LIST]: "string_list",
+  [ParamType.CREDENTIAL]: "credential",
 };
 
 /**
