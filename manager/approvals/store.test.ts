@@ -5,6 +5,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { describeBothBackends } from "../../test/support/pg.ts";
 import type { ApprovalRow } from "../db/schema/index.ts";
 import { createApprovalStore, FINAL_STATES, paramsHash, type NewApproval } from "./store.ts";
+import { rejection } from "../../test/support/rejection.ts";
 
 function request(over: Partial<NewApproval> = {}): NewApproval {
   return {
@@ -22,15 +23,6 @@ function request(over: Partial<NewApproval> = {}): NewApproval {
   };
 }
 
-async function rejection(p: Promise<unknown>): Promise<OngridError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OngridError);
-    return err as OngridError;
-  }
-  throw new Error("expected a rejection");
-}
 
 const APPROVERS = Array.from({ length: 10 }, (_, i) => `approver-${i}`);
 

@@ -4,18 +4,10 @@ import { OngridError } from "../../skill/errors.ts";
 import { describeBothBackends } from "../../test/support/pg.ts";
 import { credentialKeyId } from "./crypto.ts";
 import { createCredentialStore } from "./store.ts";
+import { rejection } from "../../test/support/rejection.ts";
 
 const SECRET = "glpat-Very5ecretValue_9000";
 
-async function rejection(p: Promise<unknown>): Promise<OngridError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OngridError);
-    return err as OngridError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describeBothBackends("credential store", (backend) => {
   test("put, list, resolve, replace and delete; the table holds only ciphertext", async () => {

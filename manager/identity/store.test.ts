@@ -3,18 +3,10 @@ import { describe, expect, test } from "vitest";
 import { OngridError } from "../../skill/errors.ts";
 import { describeBothBackends } from "../../test/support/pg.ts";
 import { createIdentityStore, ROLES, roleAtLeast } from "./store.ts";
+import { rejection } from "../../test/support/rejection.ts";
 
 const TOKEN_RE = /^ogu_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 
-async function rejection(p: Promise<unknown>): Promise<OngridError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OngridError);
-    return err as OngridError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("roleAtLeast", () => {
   // have × min → allowed: each role is allowed what the ones before it are.
