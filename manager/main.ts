@@ -5,6 +5,7 @@ import { createPackSet, type PackSet } from "../skill/pack/loader.ts";
 import pino, { type Logger } from "pino";
 import { OngridError } from "../skill/errors.ts";
 import type { SkillRegistry } from "../skill/registry.ts";
+import type { Skill } from "../skill/types.ts";
 import { openDatabase, type Database } from "./db/client.ts";
 import { createAuditLog } from "./audit/log.ts";
 import type { AuditLog } from "./audit/types.ts";
@@ -25,6 +26,13 @@ import { createApprovalWorkflow, type ApprovalWorkflow } from "./approvals/workf
 import { createCredentialStore, type CredentialStore } from "./credentials/store.ts";
 import { loadCredentialKey } from "./credentials/crypto.ts";
 import { authInterceptor } from "./server/auth.ts";
+import { createPlaybookRegistry, type PlaybookRegistry } from "./playbooks/registry.ts";
+import { createToolCatalog } from "./playbooks/catalog.ts";
+import { createReadSkill } from "./builtin/read-skill.ts";
+import { createModelClient } from "./agent/llm.ts";
+import { createRouter, type Router } from "./agent/router.ts";
+import { createDirectoryRecall } from "./agent/recall.ts";
+import { createRouteStore } from "./agent/route-store.ts";
 
 /** The manager's version, reported to edges and in logs. */
 export const MANAGER_VERSION = "0.1.0";
@@ -45,6 +53,8 @@ export interface Manager {
   approvals: ApprovalStore;
   workflow: ApprovalWorkflow;
   credentials: CredentialStore;
+  playbooks: PlaybookRegistry;
+  router: Router;
   /** Set on the first start of an empty database: the "admin" user's token, to print once. */
   bootstrapToken?: string;
   log: Logger;
@@ -61,13 +71,33 @@ export function splitDirs(value: string): string[] {
   return value.split(":").map((d) => d.trim()).filter(Boolean);
 }
 
-/** Opens storage and the registry without listening: what the CLI needs to run skills in process. */
+/** Loads the playbooks (configured dirs, disabled list, tool check) and registers read_skill over them. */
+export function openPlaybooks(config: ManagerConfig, registry: SkillRegistry, edgeSkills: () => Skill[], log: Logger): PlaybookRegistry {
+  // Registered first so the playbooks' tool check knows it; it reads the registry at call time.
+  registry.register(createReadSkill({ current: () => playbooks.current() }));
+  const playbooks: PlaybookRegistry = createPlaybookRegistry({
+    dirs: splitDirs(config.playbooks.dirs),
+    disabled: config.playbooks.disabled.split(",").map((n) => n.trim()).filter(Boolean),
+    tools: createToolCatalog({ registry, edgeSkills, hostPackDirs: splitDirs(config.packs.local_edge_dirs) }),
+    log,
+  });
+  return playbooks;
+}
+
+/** Opens storage, the registries and the router without listening: what the CLI needs to run skills in process. */
 export async function openCore(config: ManagerConfig, log: Logger) {
   const registry = createManagerRegistry(log);
+  const packDirs = splitDirs(config.packs.dirs);
+  const packs = packDirs.length ? createPackSet({ dirs: packDirs, scope: "manager", registry, log }) : undefined;
+  packs?.rescan();
+  // Before the database opens: a missing generic_oncall stops the start with nothing to close.
+  let hub: Hub | undefined;
+  const playbooks = openPlaybooks(config, registry, () => (hub?.sessions() ?? []).flatMap((s) => [...s.skills.values()]), log);
+  const model = createModelClient(config.model, log);
   const database = await openDatabase({ databaseUrl: config.database_url || undefined, dataDir: config.data_dir, log });
   const audit = createAuditLog(database, { log });
   const edges = createEdgeStore(database, hostname());
-  const hub = createHub({
+  hub = createHub({
     store: edges,
     log,
     managerVersion: MANAGER_VERSION,
@@ -78,12 +108,18 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   const identity = createIdentityStore(database);
   const approvals = createApprovalStore(database);
   const credentials = createCredentialStore(database, loadCredentialKey(config.credentials));
-  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials });
+  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials, playbooks });
   const workflow = createApprovalWorkflow({ store: approvals, audit, log, run: dispatcher.runApproved });
-  const packDirs = splitDirs(config.packs.dirs);
-  const packs = packDirs.length ? createPackSet({ dirs: packDirs, scope: "manager", registry, log }) : undefined;
-  packs?.rescan();
-  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials };
+  const router = createRouter({
+    playbooks,
+    model,
+    recall: config.router.recall_dir ? createDirectoryRecall(config.router.recall_dir) : undefined,
+    recallLimit: config.router.recall_limit,
+    recallLevel: config.router.recall_level,
+    store: createRouteStore(database),
+    log,
+  });
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router };
 }
 
 /** Starts a manager on the configured port. */
@@ -150,6 +186,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     throw err;
   }
   const stopWatching = config.packs.watch ? core.packs?.watch() : undefined;
+  const stopWatchingPlaybooks = config.playbooks.watch ? core.playbooks.watch() : undefined;
   log.info({ url: listener.url, tls: listener.tls, db: core.database.kind, skills: core.registry.size }, "manager listening");
   return {
     url: listener.url,
@@ -159,6 +196,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     log,
     async close() {
       stopWatching?.();
+      stopWatchingPlaybooks?.();
       core.workflow.stop();
       core.hub.closeAll();
       await listener.close();

@@ -8,6 +8,7 @@ import { EdgeService } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { ApprovalService } from "../../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { IdentityService } from "../../proto/gen/ongrid/v1/identity_service_pb.ts";
 import { CredentialService } from "../../proto/gen/ongrid/v1/credential_service_pb.ts";
+import { PlaybookService } from "../../proto/gen/ongrid/v1/playbook_service_pb.ts";
 import { readFileSync } from "node:fs";
 import { OngridError } from "../../skill/errors.ts";
 import { loadConfig } from "../config/load.ts";
@@ -76,6 +77,7 @@ export function rpcClients(url: string, opts: Pick<CoreOptions, "tokenFile"> = {
     approvals: createClient(ApprovalService, transport),
     identity: createClient(IdentityService, transport),
     credentials: createClient(CredentialService, transport),
+    playbooks: createClient(PlaybookService, transport),
   };
 }
 

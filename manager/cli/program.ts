@@ -1,4 +1,5 @@
 /** The `ongrid` command line: the manager server, skills and audit commands. */
+import { playbooksCommand, routeCommand } from "./playbooks.ts";
 import { Command, CommanderError } from "commander";
 import { OngridError } from "../../skill/errors.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -74,6 +75,12 @@ function managerCommand(): Command {
         );
       };
       process.on("SIGHUP", () => {
+        try {
+          const p = manager.playbooks.reload();
+          manager.log.info({ loaded: p.loaded.length, problems: p.problems.length }, "SIGHUP: playbooks reloaded");
+        } catch (err) {
+          manager.log.error({ err: (err as Error).message }, "SIGHUP: playbook reload refused; the previous set stays");
+        }
         if (!manager.packs) return manager.log.info("SIGHUP: no pack directories configured (packs.dirs)");
         const r = manager.packs.rescan();
         manager.log.info({ loaded: r.loaded.length, problems: r.problems.length }, "SIGHUP: skill packs rescanned");
@@ -100,6 +107,8 @@ export function buildProgram(): Command {
   program.addCommand(usersCommand());
   program.addCommand(tokensCommand());
   program.addCommand(approvalsCommand());
+  program.addCommand(playbooksCommand());
+  program.addCommand(routeCommand());
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

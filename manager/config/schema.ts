@@ -63,6 +63,37 @@ export const CONFIG_SCHEMA = {
         key_file: { type: "string", default: "", description: "File holding the credential key (base64 of 32 bytes); used when credentials.key is empty.", env: "ONGRID_CREDENTIALS_KEY_FILE" },
       },
     },
+    playbooks: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        dirs: { type: "string", default: "", description: "External playbook directories (each holding <name>/SKILL.md), separated by ':'; loaded after the built-in manager/playbooks.", env: "ONGRID_PLAYBOOK_DIRS" },
+        disabled: { type: "string", default: "", description: "Comma-separated playbook names not to load (generic_oncall cannot be disabled: the manager refuses to start).", env: "ONGRID_PLAYBOOKS_DISABLED" },
+        watch: { type: "boolean", default: true, description: "Reload playbooks when a file under their directories changes; false leaves SIGHUP and `ongrid playbooks reload`.", env: "ONGRID_PLAYBOOK_WATCH" },
+      },
+    },
+    model: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        base_url: { type: "string", default: "", pattern: "^$|^https?://", description: "OpenAI-compatible API base URL, e.g. http://127.0.0.1:8000/v1; empty: no model, the router and agent use rules and fallback steps.", env: "ONGRID_MODEL_BASE_URL" },
+        model: { type: "string", default: "", description: "Model name sent with each request; empty: no model.", env: "ONGRID_MODEL" },
+        api_key: { type: "string", default: "", description: "API key (prefer api_key_file or the environment); never logged.", env: "ONGRID_MODEL_API_KEY" },
+        api_key_file: { type: "string", default: "", description: "File holding the API key; used when model.api_key is empty.", env: "ONGRID_MODEL_API_KEY_FILE" },
+        timeout: { type: "string", default: "30s", description: "Deadline of one model request (each retry gets its own).", env: "ONGRID_MODEL_TIMEOUT", format: "duration" },
+        max_retries: { type: "integer", minimum: 0, maximum: 10, default: 2, description: "Retries of a request that failed with a connection error, 408, 409, 429 or 5xx.", env: "ONGRID_MODEL_MAX_RETRIES" },
+        structured_output: { type: "string", enum: ["auto", "json_schema", "json_object"], default: "auto", description: "How structured answers are asked for: json_schema response format, json_object (JSON mode + validation), or auto (json_schema, falling back to json_object when the server refuses it).", env: "ONGRID_MODEL_STRUCTURED_OUTPUT" },
+      },
+    },
+    router: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        recall_dir: { type: "string", default: "", description: "Directory of past diagnoses (Markdown pages, optional frontmatter title/summary/playbook) the router recalls from; empty: no recall.", env: "ONGRID_ROUTER_RECALL_DIR" },
+        recall_limit: { type: "integer", minimum: 0, maximum: 20, default: 3, description: "How many past diagnoses the router prompt holds.", env: "ONGRID_ROUTER_RECALL_LIMIT" },
+        recall_level: { type: "string", enum: ["index", "full"], default: "index", description: "index: one line per recalled page in the router prompt; full: whole pages (larger prompts).", env: "ONGRID_ROUTER_RECALL_LEVEL" },
+      },
+    },
     skills: {
       type: "object",
       additionalProperties: false,
@@ -95,6 +126,9 @@ export interface ManagerConfig {
   gate: { default_mode: "READ_ONLY" | "NORMAL" | "ASK_DESTRUCTIVE" | "BYPASS"; allow_bypass: boolean; high_risk_tools: string; notification_tools: string; allow_notifications: boolean };
   approvals: { ttl: string; sop_trusted_keys: string };
   credentials: { key: string; key_file: string };
+  playbooks: { dirs: string; disabled: string; watch: boolean };
+  model: { base_url: string; model: string; api_key: string; api_key_file: string; timeout: string; max_retries: number; structured_output: "auto" | "json_schema" | "json_object" };
+  router: { recall_dir: string; recall_limit: number; recall_level: "index" | "full" };
   skills: {
     default_timeout: string;
     max_timeout: string;

@@ -51,6 +51,8 @@ export interface ExecuteInput {
   mode?: PermissionMode;
   /** Layer 0: the current playbook's allowed_tools (undefined: no playbook). */
   whitelist?: readonly string[];
+  /** Layer 0 by name: the playbook the call runs under (its allowed_tools); unknown names are refused. */
+  playbook?: string;
   /** The signed SOP text for a dangerous call. */
   sop?: string;
   /** For a call that needs approval: wait until it ran (true) or return the pending request (false). */
@@ -85,6 +87,8 @@ export interface DispatcherDeps {
   log: Logger;
   approvals: ApprovalStore;
   credentials?: CredentialStore;
+  /** Loaded playbooks, for calls that name one (layer 0). */
+  playbooks?: { get(name: string): { allowedTools: string[] } | undefined };
 }
 
 /** Where a call goes: in process, or down one edge's tunnel. */
@@ -102,7 +106,7 @@ interface Trail {
 
 /** Creates the dispatcher: one row per call, on every outcome. */
 export function createDispatcher(deps: DispatcherDeps) {
-  const { registry, audit, config, log, hub, edges, approvals, credentials } = deps;
+  const { registry, audit, config, log, hub, edges, approvals, credentials, playbooks } = deps;
   const defaultTimeout = parseDuration(config.skills.default_timeout);
   const maxTimeout = parseDuration(config.skills.max_timeout);
   const approvalTtl = parseDuration(config.approvals.ttl);
@@ -258,7 +262,14 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   function gateOf(input: ExecuteInput, skill: Skill, cls: ReturnType<typeof effectiveClass>): PermissionDecision {
-    return decide({ key: skill.meta.key, cls, mode: input.mode ?? config.gate.default_mode, role: input.caller.role, whitelist: input.whitelist, policy });
+    let whitelist = input.whitelist;
+    if (input.playbook) {
+      const playbook = playbooks?.get(input.playbook);
+      if (!playbook) throw new OngridError("invalid_argument", `playbook: "${input.playbook.slice(0, 64)}" is not a loaded playbook (rule: known)`, "ListPlaybooks shows the loaded playbooks");
+      // Both given: only what both allow.
+      whitelist = whitelist ? whitelist.filter((k) => playbook.allowedTools.includes(k)) : playbook.allowedTools;
+    }
+    return decide({ key: skill.meta.key, cls, mode: input.mode ?? config.gate.default_mode, role: input.caller.role, whitelist, policy });
   }
 
   async function executeOnce(input: ExecuteInput): Promise<ExecuteOutput> {

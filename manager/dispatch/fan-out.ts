@@ -23,6 +23,8 @@ export interface FanOutInput {
   caller: Caller;
   signal?: AbortSignal;
   mode?: PermissionMode;
+  /** The playbook the calls run under (layer 0). */
+  playbook?: string;
 }
 
 /** One event of the stream. */
@@ -81,6 +83,7 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
         caller: input.caller,
         signal: cancel.signal,
         mode: input.mode,
+        playbook: input.playbook,
         noApproval: true,
       })
       .then(

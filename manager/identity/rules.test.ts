@@ -20,13 +20,14 @@ for (const f of FILES) {
 const METHODS = SERVICES.flatMap((s) => s.methods.map((m) => `${m.parent.typeName}/${m.name}`));
 
 test("the generated service files were found and each exports a service", () => {
-  expect(FILES).toEqual(["approval_service_pb.ts", "audit_service_pb.ts", "credential_service_pb.ts", "edge_service_pb.ts", "identity_service_pb.ts", "skill_service_pb.ts"]);
+  expect(FILES).toEqual(["approval_service_pb.ts", "audit_service_pb.ts", "credential_service_pb.ts", "edge_service_pb.ts", "identity_service_pb.ts", "playbook_service_pb.ts", "skill_service_pb.ts"]);
   expect(SERVICES.map((s) => s.typeName).sort()).toEqual([
     "ongrid.v1.ApprovalService",
     "ongrid.v1.AuditService",
     "ongrid.v1.CredentialService",
     "ongrid.v1.EdgeService",
     "ongrid.v1.IdentityService",
+    "ongrid.v1.PlaybookService",
     "ongrid.v1.SkillService",
   ]);
   for (const s of SERVICES) expect(s.methods.length, s.typeName).toBeGreaterThan(0);

@@ -34,4 +34,9 @@ export const RPC_RULES: Readonly<Record<string, Role>> = {
   "ongrid.v1.CredentialService/PutCredential": "admin",
   "ongrid.v1.CredentialService/ListCredentials": "admin",
   "ongrid.v1.CredentialService/DeleteCredential": "admin",
+  "ongrid.v1.PlaybookService/ListPlaybooks": "viewer",
+  "ongrid.v1.PlaybookService/GetPlaybook": "viewer",
+  "ongrid.v1.PlaybookService/Reload": "admin",
+  // Routing only reads playbooks and picks one; what runs afterwards goes through the gate.
+  "ongrid.v1.PlaybookService/Route": "viewer",
 };

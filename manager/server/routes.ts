@@ -22,6 +22,10 @@ import type { IdentityStore } from "../identity/store.ts";
 import type { ApprovalStore } from "../approvals/store.ts";
 import type { ApprovalWorkflow } from "../approvals/workflow.ts";
 import type { CredentialStore } from "../credentials/store.ts";
+import { PlaybookService } from "../../proto/gen/ongrid/v1/playbook_service_pb.ts";
+import { createPlaybookService } from "./playbook-service.ts";
+import type { PlaybookRegistry } from "../playbooks/registry.ts";
+import type { Router } from "../agent/router.ts";
 
 /** The routes function for connectNodeAdapter. */
 export function routes(deps: {
@@ -35,6 +39,8 @@ export function routes(deps: {
   approvals: ApprovalStore;
   workflow: ApprovalWorkflow;
   credentials: CredentialStore;
+  playbooks: PlaybookRegistry;
+  router: Router;
 }) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));
@@ -43,5 +49,6 @@ export function routes(deps: {
     router.service(ApprovalService, createApprovalService(deps));
     router.service(IdentityService, createIdentityService(deps));
     router.service(CredentialService, createCredentialService(deps));
+    router.service(PlaybookService, createPlaybookService(deps));
   };
 }

@@ -68,6 +68,7 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
         mode: modeFromProto(req.permissionMode),
         sop: req.sop || undefined,
         waitForApproval: req.waitForApproval,
+        playbook: req.playbook || undefined,
       });
       return { result: out.result ? resultToProto(out.result) : undefined, auditSeq: BigInt(out.auditSeq), approval: out.approval ? approvalToProto(out.approval) : undefined };
     },
@@ -84,6 +85,7 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
           caller: callerOf(ctx),
           signal: ctx.signal,
           mode: modeFromProto(req.permissionMode),
+          playbook: req.playbook || undefined,
         },
       )) {
         if (ev.kind === "edge") {

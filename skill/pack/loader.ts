@@ -3,7 +3,7 @@
  * (E2): a rescan adds, changes and removes pack skills; a broken pack is reported and skipped,
  * never stopping the others; builtins and earlier packs keep their keys.
  */
-import { existsSync, readdirSync, statSync, watch, type FSWatcher } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import type { SkillRegistry } from "../registry.ts";
@@ -11,6 +11,7 @@ import { riskFromClassifier } from "../risk-classifier.ts";
 import type { SkillScope } from "../types.ts";
 import { formatProblem, MANIFEST_FILE, readManifest, toMetadata, type ManifestProblem, type PackSkillSpec } from "./manifest.ts";
 import { runPack } from "./run.ts";
+import { watchDirs } from "../watch-dirs.ts";
 
 /** What one rescan changed, and what it refused. */
 export interface RescanReport {
@@ -132,36 +133,11 @@ export function createPackSet(o: PackSetOptions): PackSet {
     return report;
   }
 
-  function watchDirs(debounceMs = 250): () => void {
-    const watchers: FSWatcher[] = [];
-    let timer: NodeJS.Timeout | undefined;
-    const schedule = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        try {
-          rescan();
-        } catch (err) {
-          o.log.error({ err: (err as Error).message }, "skill pack rescan failed");
-        }
-      }, debounceMs);
-      timer.unref?.();
-    };
-    for (const dir of dirs) {
-      try {
-        const w = watch(dir, { recursive: true, persistent: false }, schedule);
-        w.on("error", (err) => o.log.warn({ dir, err: err.message }, "skill pack watch failed; rescan by signal or command"));
-        watchers.push(w);
-      } catch (err) {
-        o.log.warn({ dir, err: (err as Error).message }, "cannot watch the skill pack directory; rescan by signal or command");
-      }
-    }
-    return () => {
-      clearTimeout(timer);
-      for (const w of watchers) w.close();
-    };
-  }
-
-  return { rescan, watch: watchDirs, specs: () => current };
+  return {
+    rescan,
+    watch: (debounceMs = 250) => watchDirs(dirs, rescan, { log: o.log, what: "skill pack", debounceMs }),
+    specs: () => current,
+  };
 }
 
 /** The key's field in its manifest: "key", or "skills[i].key" in a pack of several skills. */

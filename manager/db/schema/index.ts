@@ -4,3 +4,4 @@ export * from "./edges.ts";
 export * from "./identity.ts";
 export * from "./approvals.ts";
 export * from "./credentials.ts";
+export * from "./route-decisions.ts";
