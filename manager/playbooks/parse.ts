@@ -98,12 +98,13 @@ export function parsePlaybook(text: string, file: string, source: Playbook["sour
   const yamlText = src.slice(open[0].length, open[0].length + close.index);
   const body = src.slice(open[0].length + close.index + close[0].length).trim();
 
-  const doc = parseDocument(yamlText, { uniqueKeys: true, prettyErrors: false });
+  const doc = parseDocument(yamlText, { uniqueKeys: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
     // +1: the frontmatter starts on the file's second line.
-    const line = e.linePos?.[0] ? ` at line ${e.linePos[0].line + 1}` : "";
-    return refused(file, "", "yaml", `frontmatter is not valid YAML${line}: ${e.message.split("\n")[0]}`);
+    const line = e.linePos?.[0] ? ` at line ${e.linePos[0].line + 1} of the file` : "";
+    const what = e.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
+    return refused(file, "", "yaml", `frontmatter is not valid YAML${line}: ${what}`);
   }
   const fm = doc.toJS() as unknown;
   if (typeof fm !== "object" || fm === null || Array.isArray(fm)) return refused(file, "", "frontmatter", "frontmatter must be a YAML mapping (key: value lines)");
