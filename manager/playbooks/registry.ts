@@ -138,7 +138,7 @@ export function createPlaybookRegistry(o: PlaybookRegistryOptions): PlaybookRegi
     for (const p of problems) {
       const fields = { file: p.file, field: p.field, rule: p.rule };
       if (p.severity === "error") o.log.warn(fields, `playbook refused: ${formatPlaybookProblem(p)}`);
-      else o.log.info(fields, `playbook warning: ${formatPlaybookProblem(p)}`);
+      else o.log.warn(fields, `playbook warning: ${formatPlaybookProblem(p)}`);
     }
   }
 
