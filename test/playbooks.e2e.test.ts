@@ -246,3 +246,29 @@ describe("CLI", () => {
     }
   });
 });
+
+describe("hot reload on file change", () => {
+  it("a manager with playbooks.watch picks up an added, changed and removed SKILL.md without a reload call", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ongrid-pb-watch-"));
+    const w = await bootManager({ "playbooks.dirs": dir, "playbooks.watch": true });
+    const until = async (check: () => boolean) => {
+      for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 100));
+      return check();
+    };
+    try {
+      const write = (description: string) => {
+        mkdirSync(join(dir, "watched"), { recursive: true });
+        writeFileSync(join(dir, "watched", "SKILL.md"), `---\nname: watched\ndescription: ${description}\n---\n${BODY}`);
+      };
+      write("first");
+      expect(await until(() => w.playbooks.get("watched")?.description === "first")).toBe(true);
+      write("second");
+      expect(await until(() => w.playbooks.get("watched")?.description === "second")).toBe(true);
+      rmSync(join(dir, "watched"), { recursive: true });
+      expect(await until(() => w.playbooks.get("watched") === undefined)).toBe(true);
+    } finally {
+      await w.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
