@@ -32,3 +32,55 @@ export function fillPlaceholders(args: Record<string, unknown>, values: Placehol
   const filled = fill(args) as Record<string, unknown>;
   return missing.size ? { missing: [...missing].sort() } : { args: filled };
 }
+
+const URL_RE = /\bhttps?:\/\/[^\s"'<>)\]]+/i;
+const HOST_PORT_RE = /\b((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})\b/i;
+const IP_RE = /\b\d{1,3}(?:\.\d{1,3}){3}\b/;
+const FQDN_RE = /\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\b/i;
+const PORT_WORD_RE = /\bport\s*[:=]?\s*(\d{1,5})\b|端口\s*[:：]?\s*(\d{1,5})/i;
+const UNIT_RE = /\b([a-zA-Z0-9][a-zA-Z0-9@._-]{0,200}\.(?:service|socket|timer|mount))\b/;
+const PATH_RE = /(?:^|[\s"'=(（:：])(\/(?:[\w.@-]+\/)*[\w.@-]+)/;
+/** Names that look like host names but are files or units. */
+const NOT_A_HOST = /\.(service|socket|timer|mount|log|conf|json|ya?ml|txt|sh|py|js|ts|go)$/i;
+
+/**
+ * Fills what it can from an alert text, deterministically: the first URL; host and port from
+ * the URL, a host:port pair, "port N", an IP or a dotted host name; a systemd unit ending in
+ * .service/.socket/.timer/.mount; an absolute path. Nothing is guessed beyond these patterns.
+ */
+export function extractPlaceholders(text: string): PlaceholderValues {
+  const out: PlaceholderValues = {};
+  const url = URL_RE.exec(text)?.[0]?.replace(/[.,;:!?]+$/, "");
+  if (url) {
+    out.url = url;
+    try {
+      const u = new URL(url);
+      out.host = u.hostname.replace(/^\[|\]$/g, "");
+      out.port = u.port ? Number(u.port) : u.protocol === "https:" ? 443 : 80;
+    } catch {
+      // Not a URL after all: the patterns below may still find a host.
+    }
+  }
+  const withoutUrl = url ? text.replace(url, " ") : text;
+  // "[FIRING:1]" and "12:30" are not host:port: skip all-capital words and bare numbers.
+  const hp = [...withoutUrl.matchAll(new RegExp(HOST_PORT_RE, "gi"))].find((m) => Number(m[2]) >= 1 && Number(m[2]) <= 65535 && !/^\d+$/.test(m[1]) && !/^[A-Z_]+$/.test(m[1]));
+  if (hp) {
+    out.host ??= hp[1];
+    out.port ??= Number(hp[2]);
+  }
+  const pw = PORT_WORD_RE.exec(withoutUrl);
+  if (pw) {
+    const n = Number(pw[1] ?? pw[2]);
+    if (n >= 1 && n <= 65535) out.port ??= n;
+  }
+  if (!out.host) {
+    const fqdn = [...withoutUrl.matchAll(new RegExp(FQDN_RE, "gi"))].map((m) => m[0]).find((h) => !NOT_A_HOST.test(h));
+    out.host = IP_RE.exec(withoutUrl)?.[0] ?? fqdn;
+    if (!out.host) delete out.host;
+  }
+  const unit = UNIT_RE.exec(text)?.[1];
+  if (unit) out.unit = unit;
+  const path = PATH_RE.exec(withoutUrl)?.[1];
+  if (path && path.length > 1) out.path = path;
+  return out;
+}
