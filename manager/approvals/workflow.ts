@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
-import type { AuditLog } from "../audit/types.ts";
+import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { ApprovalRow } from "../db/schema/index.ts";
 import type { Caller } from "../dispatch/dispatch.ts";
 import { reaches } from "../identity/reach.ts";
@@ -42,24 +42,21 @@ export function createApprovalWorkflow(deps: WorkflowDeps) {
     reason: string,
     error = "",
   ): Promise<number> {
-    const now = new Date();
-    const r = await audit.append({
-      sessionId: what.row?.sessionId ?? "",
-      toolName: what.toolName,
-      args: { approval_id: what.id, ...what.args },
-      result: null,
-      error,
-      deviceId: what.row?.edgeId ?? "",
-      startedAt: now,
-      finishedAt: now,
-      durationMs: 0,
-      callerUserId: caller.userId,
-      callerRole: caller.role,
-      decision,
-      decisionReason: reason,
-      approvalId: what.id,
-      sopHash: what.row?.sopHash ?? "",
-    });
+    const r = await audit.append(
+      auditRecord({
+        sessionId: what.row?.sessionId ?? "",
+        toolName: what.toolName,
+        args: { approval_id: what.id, ...what.args },
+        error,
+        deviceId: what.row?.edgeId ?? "",
+        callerUserId: caller.userId,
+        callerRole: caller.role,
+        decision,
+        decisionReason: reason,
+        approvalId: what.id,
+        sopHash: what.row?.sopHash ?? "",
+      }),
+    );
     return r.seq;
   }
 

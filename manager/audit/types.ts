@@ -74,3 +74,25 @@ export interface AuditLog {
   /** Waits for pending appends to commit. */
   flush(): Promise<void>;
 }
+
+/** The parts of a record that vary; everything else defaults to empty. */
+export type AuditEntry = Partial<AuditRecord> & Pick<AuditRecord, "toolName" | "callerUserId" | "callerRole" | "decision" | "decisionReason">;
+
+/** A whole record from its varying parts: empty defaults, finishedAt now, durationMs from startedAt (default: an instant). */
+export function auditRecord(e: AuditEntry): AuditRecord {
+  const finishedAt = e.finishedAt ?? new Date();
+  const startedAt = e.startedAt ?? finishedAt;
+  return {
+    sessionId: "",
+    args: null,
+    result: null,
+    error: "",
+    deviceId: "",
+    approvalId: "",
+    sopHash: "",
+    ...e,
+    startedAt,
+    finishedAt,
+    durationMs: e.durationMs ?? finishedAt.getTime() - startedAt.getTime(),
+  };
+}

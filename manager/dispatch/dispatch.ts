@@ -8,7 +8,7 @@ import { effectiveClass, type SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { redactString } from "../../skill/redact.ts";
 import type { ResultEnvelope, Skill } from "../../skill/types.ts";
-import type { AuditLog } from "../audit/types.ts";
+import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import type { EdgeStore } from "../edges/store.ts";
@@ -221,25 +221,24 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   /** Writes the row of a call and returns its seq. */
   async function record(input: { key: string; edgeId: string; sessionId: string; caller: Caller }, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string }): Promise<number> {
-    const finishedAt = new Date();
-    const row = await audit.append({
-      sessionId: input.sessionId,
-      toolName: input.key,
-      args: trail.args,
-      result: outcome.result,
-      error: outcome.error,
-      deviceId: input.edgeId,
-      startedAt,
-      finishedAt,
-      durationMs: finishedAt.getTime() - startedAt.getTime(),
-      callerUserId: input.caller.userId,
-      callerRole: input.caller.role,
-      decision: trail.decision,
-      decisionReason: trail.decisionReason,
-      approvalId: trail.approvalId,
-      sopHash: trail.sopHash,
-      approvedBy: trail.approvedBy,
-    });
+    const row = await audit.append(
+      auditRecord({
+        sessionId: input.sessionId,
+        toolName: input.key,
+        args: trail.args,
+        result: outcome.result,
+        error: outcome.error,
+        deviceId: input.edgeId,
+        startedAt,
+        callerUserId: input.caller.userId,
+        callerRole: input.caller.role,
+        decision: trail.decision,
+        decisionReason: trail.decisionReason,
+        approvalId: trail.approvalId,
+        sopHash: trail.sopHash,
+        approvedBy: trail.approvedBy,
+      }),
+    );
     return row.seq;
   }
 

@@ -5,7 +5,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
-import type { AuditLog } from "../audit/types.ts";
+import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { IdentityStore } from "../identity/store.ts";
 import { roleAtLeast } from "../identity/store.ts";
 import { RPC_RULES } from "../identity/rules.ts";
@@ -33,23 +33,16 @@ export function authInterceptor(deps: { identity: IdentityStore; audit: AuditLog
   return (next) => async (req) => {
     const path = `${req.method.parent.typeName}/${req.method.name}`;
     const refuse = async (err: OngridError, who: { userId: string; role: string }): Promise<never> => {
-      const now = new Date();
-      const d = describe(path, (req as { message?: unknown }).message);
-      await audit.append({
-        sessionId: "",
-        ...d,
-        result: null,
-        error: `${err.code}: ${err.message}`,
-        startedAt: now,
-        finishedAt: now,
-        durationMs: 0,
-        callerUserId: who.userId,
-        callerRole: who.role,
-        decision: "deny",
-        decisionReason: `${err.code}: ${err.message}`,
-        approvalId: "",
-        sopHash: "",
-      });
+      await audit.append(
+        auditRecord({
+          ...describe(path, (req as { message?: unknown }).message),
+          error: `${err.code}: ${err.message}`,
+          callerUserId: who.userId,
+          callerRole: who.role,
+          decision: "deny",
+          decisionReason: `${err.code}: ${err.message}`,
+        }),
+      );
       throw err;
     };
     const raw = bearerToken(req.header.get("authorization"));

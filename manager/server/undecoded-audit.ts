@@ -7,7 +7,7 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { AuditLog } from "../audit/types.ts";
+import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { DualHandler } from "./listen.ts";
 import { kPeerAddress } from "./caller.ts";
 
@@ -96,26 +96,9 @@ export function auditUndecoded(handler: DualHandler, audit: AuditLog, log: Logge
     }
     res.once("close", () => {
       if (state.decoded) return;
-      const finishedAt = new Date();
       const error = refusalFromResponse(res, Buffer.concat(chunks).toString("utf8"));
       audit
-        .append({
-          sessionId: "",
-          toolName: "",
-          args: null,
-          result: null,
-          error: `undecodable request: ${error}`,
-          deviceId: "",
-          startedAt,
-          finishedAt,
-          durationMs: finishedAt.getTime() - startedAt.getTime(),
-          callerUserId: "anonymous",
-          callerRole: "anonymous",
-          decision: "",
-          decisionReason: "",
-          approvalId: "",
-          sopHash: "",
-        })
+        .append(auditRecord({ toolName: "", error: `undecodable request: ${error}`, startedAt, callerUserId: "anonymous", callerRole: "anonymous", decision: "", decisionReason: "" }))
         .catch((err) => log.error({ err }, "could not audit a refused ExecuteSkill request"));
     });
     return handler(req, res);
