@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative } from "node:path";
 import { parseDocument } from "yaml";
+import { redactString } from "../../skill/redact.ts";
 
 /** One recalled page. */
 export interface RecalledPage {
@@ -95,7 +96,8 @@ function markdownFiles(dir: string): string[] {
 function readPage(dir: string, file: string): RecalledPage | undefined {
   let text: string;
   try {
-    text = readFileSync(file, "utf8").replace(/\r\n?/g, "\n");
+    // Pages are written by people and may quote secrets: redacted before anything reads them.
+    text = redactString(readFileSync(file, "utf8").replace(/\r\n?/g, "\n"));
   } catch {
     return undefined;
   }
