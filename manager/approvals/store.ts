@@ -69,6 +69,7 @@ export function createApprovalStore(database: Database) {
             effectiveClass: n.effectiveClass,
             requesterUserId: n.requester.userId,
             requesterRole: n.requester.role,
+            onBehalfOf: n.requester.onBehalfOf ?? "",
             requesterReach: n.requester.reach ?? [],
             sessionId: n.sessionId,
             timeoutMs: n.timeoutMs,
@@ -121,6 +122,7 @@ export function createApprovalStore(database: Database) {
             eq(approvals.state, "pending"),
             gt(approvals.expiresAt, now),
             ne(approvals.requesterUserId, userId),
+            ne(approvals.onBehalfOf, userId),
             sql`not (${approvals.votes} @> ${JSON.stringify([{ userId }])}::jsonb)`,
           ),
         )
@@ -132,6 +134,7 @@ export function createApprovalStore(database: Database) {
       const row = await get(id);
       if (!row) throw new OngridError("not_found", `unknown approval request "${id}"`);
       if (row.requesterUserId === userId) throw new OngridError("permission_denied", `"${userId}" requested ${id} and cannot approve it`, "another approver must approve it");
+      if (row.onBehalfOf === userId) throw new OngridError("permission_denied", `"${userId}" started the agent session that requested ${id} and cannot approve it`, "another approver must approve it");
       const mine = row.votes.find((v) => v.userId === userId);
       if (mine) {
         throw new OngridError("failed_precondition", `"${userId}" already approved ${id} at ${mine.at}; an approval counts once`, row.state === "pending" ? `it needs ${row.requiredApprovals} distinct approvers` : undefined);

@@ -17,7 +17,7 @@ const SWEEP_MS = 1000;
 
 /** Whether a caller may see a request: its requester always; approvers and admins when the target edge is in their reach. */
 export function canSee(caller: Caller, row: ApprovalRow): boolean {
-  if (caller.userId === row.requesterUserId) return true;
+  if (caller.userId === row.requesterUserId || (row.onBehalfOf !== "" && caller.userId === row.onBehalfOf)) return true;
   if (!roleAtLeast(caller.role, "approver")) return false;
   return !row.edgeId || reaches(caller, row.edgeLabels);
 }
@@ -95,7 +95,7 @@ export function createApprovalWorkflow(deps: WorkflowDeps) {
 
   async function deny(caller: Caller, id: string, reason = ""): Promise<ApprovalRow> {
     const row = await visible(caller, id, "approval.deny");
-    const own = caller.userId === row.requesterUserId;
+    const own = caller.userId === row.requesterUserId || (row.onBehalfOf !== "" && caller.userId === row.onBehalfOf);
     if (!own && !roleAtLeast(caller.role, "approver")) {
       const e = new OngridError("permission_denied", `only approvers, or the requester withdrawing it, may deny ${id}`);
       await audited(caller, { toolName: "approval.deny", id, row }, "deny", `approval_refused: ${e.message}`, `${e.code}: ${e.message}`);

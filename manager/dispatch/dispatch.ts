@@ -33,6 +33,8 @@ export interface Caller {
   tokenId?: string;
   /** For the system caller: the user whose session it acts for. */
   onBehalfOf?: string;
+  /** For the system caller: that user's role; a viewer's agent is held to what a viewer may run. */
+  onBehalfRole?: string;
 }
 
 /** One request to execute a skill, as every surface (RPC, CLI, later the LLM bridge) hands it over. */
@@ -260,7 +262,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     return injected.secrets.length ? scrubSecrets(result, injected.secrets) : result;
   }
 
-  function gateOf(input: ExecuteInput, skill: Skill, cls: ReturnType<typeof effectiveClass>): PermissionDecision {
+  function gateOf(input: Pick<ExecuteInput, "caller" | "mode" | "whitelist" | "playbook">, skill: Skill, cls: ReturnType<typeof effectiveClass>): PermissionDecision {
     let whitelist = input.whitelist;
     if (input.playbook) {
       const playbook = playbooks?.get(input.playbook);
@@ -268,7 +270,17 @@ export function createDispatcher(deps: DispatcherDeps) {
       // Both given: only what both allow.
       whitelist = whitelist ? whitelist.filter((k) => playbook.allowedTools.includes(k)) : playbook.allowedTools;
     }
-    return decide({ key: skill.meta.key, cls, mode: input.mode ?? config.gate.default_mode, role: input.caller.role, whitelist, policy });
+    const { caller } = input;
+    const role = caller.role === "system" && caller.onBehalfRole === "viewer" ? "viewer" : caller.role;
+    return decide({ key: skill.meta.key, cls, mode: input.mode ?? config.gate.default_mode, role, whitelist, policy });
+  }
+
+  /**
+   * What the gate would say about offering a skill as a tool (J1): its static class, or safe for a
+   * skill whose risk depends on its params (some calls of it may run); each call is gated again.
+   */
+  function preview(skill: Skill, input: Pick<ExecuteInput, "caller" | "mode" | "whitelist" | "playbook">): PermissionDecision {
+    return gateOf(input, skill, skill.meta.dynamicRisk ? "safe" : skill.meta.class);
   }
 
   async function executeOnce(input: ExecuteInput): Promise<ExecuteOutput> {
@@ -423,7 +435,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     throw new AuditedError(err, seq);
   }
 
-  return { execute, drain, refuse, runApproved, record };
+  return { execute, drain, refuse, runApproved, record, preview };
 }
 
 /** The dispatcher's interface, for the RPC services and the CLI. */

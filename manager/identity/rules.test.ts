@@ -20,8 +20,9 @@ for (const f of FILES) {
 const METHODS = SERVICES.flatMap((s) => s.methods.map((m) => `${m.parent.typeName}/${m.name}`));
 
 test("the generated service files were found and each exports a service", () => {
-  expect(FILES).toEqual(["approval_service_pb.ts", "audit_service_pb.ts", "credential_service_pb.ts", "edge_service_pb.ts", "identity_service_pb.ts", "playbook_service_pb.ts", "skill_service_pb.ts"]);
+  expect(FILES).toEqual(["agent_service_pb.ts", "approval_service_pb.ts", "audit_service_pb.ts", "credential_service_pb.ts", "edge_service_pb.ts", "identity_service_pb.ts", "playbook_service_pb.ts", "skill_service_pb.ts"]);
   expect(SERVICES.map((s) => s.typeName).sort()).toEqual([
+    "ongrid.v1.AgentService",
     "ongrid.v1.ApprovalService",
     "ongrid.v1.AuditService",
     "ongrid.v1.CredentialService",

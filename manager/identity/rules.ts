@@ -39,4 +39,7 @@ export const RPC_RULES: Readonly<Record<string, Role>> = {
   "ongrid.v1.PlaybookService/Reload": "admin",
   // Routing only reads playbooks and picks one; what runs afterwards goes through the gate.
   "ongrid.v1.PlaybookService/Route": "viewer",
+  // The agent's tools: every role may ask; the list and each call are gated for the caller's role.
+  "ongrid.v1.AgentService/ListTools": "viewer",
+  "ongrid.v1.AgentService/CallTool": "viewer",
 };

@@ -26,6 +26,8 @@ import { PlaybookService } from "../../proto/gen/ongrid/v1/playbook_service_pb.t
 import { createPlaybookService } from "./playbook-service.ts";
 import type { PlaybookRegistry } from "../playbooks/registry.ts";
 import type { Router } from "../agent/router.ts";
+import { AgentService } from "../../proto/gen/ongrid/v1/agent_service_pb.ts";
+import { createAgentService } from "./agent-service.ts";
 
 /** The routes function for connectNodeAdapter. */
 export function routes(deps: {
@@ -50,5 +52,6 @@ export function routes(deps: {
     router.service(IdentityService, createIdentityService(deps));
     router.service(CredentialService, createCredentialService(deps));
     router.service(PlaybookService, createPlaybookService(deps));
+    router.service(AgentService, createAgentService(deps));
   };
 }

@@ -17,7 +17,7 @@ import { reaches } from "../identity/reach.ts";
 import { approvalToProto } from "./approval-service.ts";
 
 /** The contract's mode as the gate's; unspecified → undefined (the configured default). */
-function modeFromProto(m: PermissionMode): Mode | undefined {
+export function modeFromProto(m: PermissionMode): Mode | undefined {
   if (m === PermissionMode.UNSPECIFIED) return undefined;
   const name = PermissionMode[m] as Mode | undefined;
   if (!name) throw new OngridError("invalid_argument", `permission_mode: ${m} is not a mode (rule: enum)`);

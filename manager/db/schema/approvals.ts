@@ -24,6 +24,8 @@ export const approvals = pgTable(
     effectiveClass: text("effective_class").notNull(),
     requesterUserId: text("requester_user_id").notNull(),
     requesterRole: text("requester_role").notNull(),
+    /** For a call the agent (user "0") requested: the session's user, who may not approve it either. */
+    onBehalfOf: text("on_behalf_of").notNull().default(""),
     /** The requester's reach when asking (label selectors, the call may not leave it). */
     requesterReach: jsonb("requester_reach").$type<string[]>().notNull().default([]),
     sessionId: text("session_id").notNull().default(""),

@@ -1,0 +1,1 @@
+ALTER TABLE "approvals" ADD COLUMN "on_behalf_of" text DEFAULT '' NOT NULL;

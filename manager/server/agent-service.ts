@@ -1,0 +1,47 @@
+/** ongrid.v1.AgentService: the gated tool list and the call path for LLM runtimes (J1). */
+import type { ServiceImpl } from "@connectrpc/connect";
+import { AgentService } from "../../proto/gen/ongrid/v1/agent_service_pb.ts";
+import type { SkillRegistry } from "../../skill/registry.ts";
+import type { Dispatcher } from "../dispatch/dispatch.ts";
+import type { Hub } from "../tunnel/hub.ts";
+import { callTool, systemCaller } from "../agent/call.ts";
+import { bridgeTools } from "../agent/tools.ts";
+import { resultToProto } from "./convert.ts";
+import { approvalToProto } from "./approval-service.ts";
+import { callerOf } from "./caller.ts";
+import { modeFromProto } from "./skill-service.ts";
+
+/** Builds the AgentService implementation. */
+export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher }): ServiceImpl<typeof AgentService> {
+  return {
+    listTools(req, ctx) {
+      const user = callerOf(ctx);
+      const tools = bridgeTools(deps, { caller: systemCaller(user), mode: modeFromProto(req.permissionMode), playbook: req.playbook || undefined });
+      return {
+        toolsJson: JSON.stringify(tools.map((t) => t.tool)),
+        tools: tools.map((t) => ({ name: t.skill.meta.key, edgeIds: t.edgeIds, needsApproval: t.behavior === "ask" })),
+      };
+    },
+    async callTool(req, ctx) {
+      const user = callerOf(ctx);
+      const mode = modeFromProto(req.permissionMode);
+      const playbook = req.playbook || undefined;
+      const offered = new Map(bridgeTools(deps, { caller: systemCaller(user), mode, playbook }).map((t) => [t.skill.meta.key, t]));
+      const out = await callTool(deps.dispatcher, user, offered, {
+        name: req.name,
+        argumentsJson: req.argumentsJson,
+        sessionId: req.sessionId,
+        mode,
+        playbook,
+        timeoutMs: req.timeoutMs || undefined,
+        signal: ctx.signal,
+      });
+      return {
+        result: out.result ? resultToProto(out.result) : undefined,
+        auditSeq: BigInt(out.auditSeq),
+        approval: out.approval ? approvalToProto(out.approval) : undefined,
+        content: out.content,
+      };
+    },
+  };
+}

@@ -1,0 +1,152 @@
+/** The bridge (J1) through a real manager and compiled edge: AgentService/ListTools follows the gate; CallTool runs as the system caller and feeds refusals back. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
+import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { PermissionMode } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import { defineSkill } from "../skill/define.ts";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
+import { bearer, makeUser } from "./support/auth.ts";
+
+let m: TestManager;
+let edge: TestEdge;
+let flushed = 0;
+
+const agent = (token: string) => createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
+
+async function names(token: string, permissionMode = PermissionMode.UNSPECIFIED, playbook = "") {
+  const r = await agent(token).listTools({ permissionMode, playbook });
+  const tools = JSON.parse(r.toolsJson) as Array<{ type: string; function: { name: string; parameters: { properties: Record<string, unknown>; required: string[] } } }>;
+  expect(tools.map((t) => t.function.name)).toEqual(r.tools.map((t) => t.name));
+  return { list: r.tools.map((t) => t.name), tools, entries: r.tools };
+}
+
+async function lastRow() {
+  await m.audit.flush();
+  const rows = await m.audit.list({ limit: 1000 });
+  return rows[rows.length - 1];
+}
+
+beforeAll(async () => {
+  m = await bootManager();
+  m.registry.register(
+    defineSkill({
+      key: "cache_flush",
+      name: "Flush cache",
+      description: "Flush the test cache. Use when a test says so.",
+      class: "mutating",
+      scope: "manager",
+      params: {},
+      async execute() {
+        flushed++;
+        return { flushed: true };
+      },
+    }),
+  );
+  edge = await startEdge(m, "tools-edge");
+}, 90_000);
+afterAll(async () => {
+  await edge?.stop();
+  await m?.stop();
+});
+
+describe("ListTools", () => {
+  it("lists host tools with a required edge_id first, naming the edges, in OpenAI's shape", async () => {
+    const { tools, entries } = await names(await makeUser(m, "otto", "operator"));
+    const load = tools.find((t) => t.function.name === "host_load")!;
+    expect(load.type).toBe("function");
+    expect(Object.keys(load.function.parameters.properties)[0]).toBe("edge_id");
+    expect(load.function.parameters.required[0]).toBe("edge_id");
+    expect(entries.find((e) => e.name === "host_load")!.edgeIds).toEqual(["tools-edge"]);
+    const web = tools.find((t) => t.function.name === "web_search")!;
+    expect(web.function.parameters.properties).not.toHaveProperty("edge_id");
+  });
+
+  it("shows only what the gate allows: modes, guardrails, the playbook whitelist and the user's role", async () => {
+    const op = await makeUser(m, "olga", "operator");
+    const normal = await names(op);
+    expect(normal.list).toEqual(expect.arrayContaining(["host_load", "probe_http", "read_skill", "cache_flush", "exec"]));
+    expect(normal.list).not.toContain("restart_service"); // high-risk guardrail: denied in NORMAL
+    expect(normal.entries.find((e) => e.name === "cache_flush")!.needsApproval).toBe(true);
+    expect(normal.entries.find((e) => e.name === "host_load")!.needsApproval).toBe(false);
+
+    const readOnly = await names(op, PermissionMode.READ_ONLY);
+    expect(readOnly.list).not.toContain("cache_flush"); // a write tool is absent in READ_ONLY
+    expect(readOnly.list).toContain("host_load");
+
+    const ask = await names(op, PermissionMode.ASK_DESTRUCTIVE);
+    expect(ask.list).toContain("restart_service");
+    // Under network_diagnosis, restart_service is not whitelisted: gone in every mode; a safe tool
+    // the playbook does not list (host_files) stays (read-only exemption).
+    const net = await names(op, PermissionMode.ASK_DESTRUCTIVE, "network_diagnosis");
+    expect(net.list).not.toContain("restart_service");
+    expect(net.list).not.toContain("cache_flush");
+    expect(net.list).toContain("host_files");
+    const svc = await names(op, PermissionMode.ASK_DESTRUCTIVE, "service_diagnosis");
+    expect(svc.list).toContain("restart_service");
+
+    const viewer = await names(await makeUser(m, "vic", "viewer"));
+    expect(viewer.list).not.toContain("cache_flush"); // a viewer's agent runs safe tools only
+    expect(viewer.list).toContain("host_load");
+  });
+});
+
+describe("CallTool", () => {
+  it("runs a host tool on the edge as user 0 / role system on behalf of the caller", async () => {
+    const out = await agent(await makeUser(m, "omar", "operator")).callTool({ name: "host_load", argumentsJson: JSON.stringify({ edge_id: "tools-edge" }), sessionId: "sess-1" });
+    expect(out.result?.success, out.content).toBe(true);
+    const content = JSON.parse(out.content);
+    expect(content.success).toBe(true);
+    expect(content.output).toHaveProperty("cpus");
+    const row = await lastRow();
+    expect(row).toMatchObject({ seq: Number(out.auditSeq), toolName: "host_load", deviceId: "tools-edge", sessionId: "sess-1", callerUserId: "0", callerRole: "system", decision: "allow" });
+  });
+
+  it("feeds refusals back as results: a tool not offered, malformed arguments, a missing edge_id; each audited", async () => {
+    const client = agent(await makeUser(m, "oona", "operator"));
+    let out = await client.callTool({ name: "restart_service", argumentsJson: JSON.stringify({ edge_id: "tools-edge", unit: "nginx" }), sessionId: "sess-2" });
+    expect(out.result?.success).toBe(false);
+    expect(out.result?.error?.code).toBe("permission_denied");
+    expect(JSON.parse(out.content).error.message).toBe('tool "restart_service" was not offered to this session');
+    expect(await lastRow()).toMatchObject({ toolName: "restart_service", callerRole: "system", sessionId: "sess-2", seq: Number(out.auditSeq) });
+
+    out = await client.callTool({ name: "web_search", argumentsJson: "{not json", sessionId: "sess-2" });
+    expect(out.result?.error?.code).toBe("invalid_argument");
+    expect(out.content).toContain("params_json: is not valid JSON (rule: json)");
+
+    out = await client.callTool({ name: "host_load", argumentsJson: "{}", sessionId: "sess-2" });
+    expect(out.result?.error?.code).toBe("invalid_argument");
+    expect(out.content).toContain('edge_id: is required for the host skill \\"host_load\\"');
+  });
+
+  it("parks a mutating call for approval and tells the model it has not run", async () => {
+    const out = await agent(await makeUser(m, "opal", "operator")).callTool({ name: "cache_flush", argumentsJson: "{}", sessionId: "sess-3" });
+    expect(out.result).toBeUndefined();
+    expect(out.approval?.key).toBe("cache_flush");
+    expect(out.approval?.requesterUserId).toBe("0");
+    expect(JSON.parse(out.content)).toMatchObject({ success: false, pending_approval: { id: out.approval!.id } });
+    expect(flushed).toBe(0);
+  });
+});
+
+describe("approvals of the agent's calls", () => {
+  it("the user whose session asked cannot approve the agent's call; another approver can, and it runs", async () => {
+    const alice = await makeUser(m, "alice", "approver");
+    const out = await agent(alice).callTool({ name: "cache_flush", argumentsJson: "{}", sessionId: "sess-4" });
+    const id = out.approval!.id;
+    const approvals = (token: string) => createClient(ApprovalService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
+    const err = await approvals(alice).approve({ id }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.PermissionDenied);
+    expect((err as ConnectError).rawMessage).toContain('"alice" started the agent session that requested');
+    // She still sees it (it is her session's request).
+    expect((await approvals(alice).getApproval({ id })).approval?.id).toBe(id);
+    const before = flushed;
+    await approvals(await makeUser(m, "bob", "approver")).approve({ id });
+    expect(await waitFor(async () => (await approvals(alice).getApproval({ id })).approval!.state === ApprovalState.EXECUTED, 20_000)).toBe(true);
+    expect(flushed).toBe(before + 1);
+  });
+});
