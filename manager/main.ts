@@ -33,6 +33,8 @@ import { createModelClient } from "./agent/llm.ts";
 import { createRouter, type Router } from "./agent/router.ts";
 import { createDirectoryRecall } from "./agent/recall.ts";
 import { createRouteStore } from "./agent/route-store.ts";
+import { createAgent, type Agent } from "./agent/diagnose.ts";
+import { createSessionStore } from "./agent/session-store.ts";
 
 /** The manager's version, reported to edges and in logs. */
 export const MANAGER_VERSION = "0.1.0";
@@ -55,6 +57,7 @@ export interface Manager {
   credentials: CredentialStore;
   playbooks: PlaybookRegistry;
   router: Router;
+  agent: Agent;
   /** Set on the first start of an empty database: the "admin" user's token, to print once. */
   bootstrapToken?: string;
   log: Logger;
@@ -119,7 +122,18 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     store: createRouteStore(database),
     log,
   });
-  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router };
+  const agent = createAgent({
+    registry,
+    hub,
+    dispatcher,
+    playbooks,
+    router,
+    sessions: createSessionStore(database),
+    model,
+    limits: { maxSteps: config.agent.max_steps, maxDurationMs: parseDuration(config.agent.max_duration) },
+    log,
+  });
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent };
 }
 
 /** Starts a manager on the configured port. */

@@ -8,7 +8,7 @@ import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { OngridError } from "../../skill/errors.ts";
 import { startScriptedModel, type Responder, type ScriptedModel } from "../../test/support/openai-server.ts";
-import { createModelClient, ModelError, type ModelSettings, type StructuredRequest } from "./llm.ts";
+import { createModelClient, ModelError, type ChatMessage, type ChatRequest, type ModelSettings, type StructuredRequest } from "./llm.ts";
 
 const SCHEMA = {
   type: "object",
@@ -320,5 +320,233 @@ describe("structured", () => {
     const p = client().structured({ ...REQ, signal: ac.signal });
     setTimeout(() => ac.abort(), 100);
     await expect(p).rejects.toMatchObject({ name: "OngridError", code: "cancelled" });
+  });
+});
+
+const DISK_TOOL = {
+  type: "function" as const,
+  function: {
+    name: "host.disk_usage",
+    description: "Disk usage per mount [class: read; scope: host]",
+    parameters: {
+      type: "object",
+      properties: { edge_id: { type: "string" }, mount: { type: "string" } },
+      required: ["edge_id"],
+      additionalProperties: false,
+    },
+  },
+};
+const LOGS_TOOL = {
+  type: "function" as const,
+  function: { name: "host.journal_tail", description: "Last journal lines [class: read; scope: host]", parameters: { type: "object", properties: { edge_id: { type: "string" }, lines: { type: "integer" } }, required: ["edge_id"] } },
+};
+const CHAT: ChatRequest = {
+  messages: [
+    { role: "system", content: "You diagnose hosts with the tools given." },
+    { role: "user", content: USER_TEXT },
+  ],
+  tools: [DISK_TOOL, LOGS_TOOL],
+  toolChoice: "auto",
+};
+/** Deliberately not in JSON.stringify's canonical spacing, so a re-serialisation would show. */
+const RAW_ARGS = '{ "edge_id" : "web-3",\n  "mount": "/var" }';
+
+describe("chat", () => {
+  it("sends the tools, tool_choice and max_tokens in OpenAI's shape", async () => {
+    await start({ toolCalls: [{ name: "host.disk_usage", arguments: { edge_id: "web-3" } }] });
+    await client().chat({ ...CHAT, maxTokens: 512 });
+    expect(model.requests).toHaveLength(1);
+    const body = model.requests[0].body;
+    expect(body.model).toBe("test-model");
+    expect(body.messages).toEqual(CHAT.messages);
+    expect(body.tools).toEqual([
+      {
+        type: "function",
+        function: {
+          name: "host.disk_usage",
+          description: "Disk usage per mount [class: read; scope: host]",
+          parameters: DISK_TOOL.function.parameters,
+        },
+      },
+      { type: "function", function: LOGS_TOOL.function },
+    ]);
+    expect(body.tool_choice).toBe("auto");
+    expect(body.max_tokens).toBe(512);
+    expect(body).not.toHaveProperty("response_format");
+  });
+
+  it("returns function tool calls with ids and the raw argument text", async () => {
+    await start({
+      toolCalls: [
+        { id: "call_disk", name: "host.disk_usage", arguments: RAW_ARGS },
+        { name: "host.journal_tail", arguments: { edge_id: "web-3", lines: 50 } },
+      ],
+    });
+    const r = await client().chat(CHAT);
+    expect(r.finishReason).toBe("tool_calls");
+    expect(r.content).toBeNull();
+    expect(r.model).toBe("test-model");
+    expect(r.toolCalls).toEqual([
+      { id: "call_disk", name: "host.disk_usage", arguments: RAW_ARGS },
+      { id: expect.stringMatching(/^call_scripted_\d+$/), name: "host.journal_tail", arguments: '{"edge_id":"web-3","lines":50}' },
+    ]);
+  });
+
+  it("keeps text sent alongside tool calls, drops tool calls that are not functions, and fills in missing ids and text arguments", async () => {
+    const completion = {
+      id: "chatcmpl-mixed",
+      object: "chat.completion",
+      created: 0,
+      model: "test-model",
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: "assistant",
+            content: "Checking the disk first.",
+            refusal: null,
+            tool_calls: [
+              { id: "call_custom", type: "custom", custom: { name: "grammar_tool", input: "df -h" } },
+              { id: "call_fn", type: "function", function: { name: "host.disk_usage", arguments: '{"edge_id":"web-3"}' } },
+              // Some servers omit the id or send arguments as an object.
+              { type: "function", function: { name: "host.journal_tail", arguments: { edge_id: "web-3", lines: 20 } } },
+            ],
+          },
+          finish_reason: "tool_calls",
+          logprobs: null,
+        },
+      ],
+      usage: { prompt_tokens: 40, completion_tokens: 12, total_tokens: 52 },
+    };
+    await start({ status: 200, body: completion });
+    const r = await client().chat(CHAT);
+    expect(r.content).toBe("Checking the disk first.");
+    expect(r.toolCalls).toEqual([
+      { id: "call_fn", name: "host.disk_usage", arguments: '{"edge_id":"web-3"}' },
+      { id: "call_2", name: "host.journal_tail", arguments: '{"edge_id":"web-3","lines":20}' },
+    ]);
+    expect(r.usage).toEqual({ promptTokens: 40, completionTokens: 12, totalTokens: 52 });
+  });
+
+  it("sends the assistant's tool calls and the tool results back in OpenAI's shape", async () => {
+    await start({ toolCalls: [{ id: "call_disk", name: "host.disk_usage", arguments: RAW_ARGS }] }, { content: "/var is 97% full; rotate the logs." });
+    const c = client();
+    const first = await c.chat(CHAT);
+    const followUp: ChatMessage[] = [
+      ...CHAT.messages,
+      { role: "assistant", content: first.content, tool_calls: first.toolCalls },
+      { role: "tool", tool_call_id: first.toolCalls[0].id, content: '{"mount":"/var","used_pct":97}' },
+    ];
+    const second = await c.chat({ ...CHAT, messages: followUp });
+    expect(second).toMatchObject({ content: "/var is 97% full; rotate the logs.", toolCalls: [], finishReason: "stop" });
+    expect(model.requests).toHaveLength(2);
+    expect(model.requests[1].body.messages).toEqual([
+      { role: "system", content: "You diagnose hosts with the tools given." },
+      { role: "user", content: USER_TEXT },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_disk", type: "function", function: { name: "host.disk_usage", arguments: RAW_ARGS } }] },
+      { role: "tool", tool_call_id: "call_disk", content: '{"mount":"/var","used_pct":97}' },
+    ]);
+  });
+
+  it("returns a plain content reply, sending no tools or tool_choice when none are given", async () => {
+    await start({ content: "The host is degraded: /var is nearly full." });
+    const r = await client().chat({ messages: CHAT.messages, toolChoice: "required" });
+    expect(r).toMatchObject({ content: "The host is degraded: /var is nearly full.", toolCalls: [], finishReason: "stop" });
+    const body = model.requests[0].body;
+    expect(body).not.toHaveProperty("tools");
+    expect(body).not.toHaveProperty("tool_choice");
+    expect(body).not.toHaveProperty("max_tokens");
+  });
+
+  it("reports an answer with neither content nor tool calls as empty, with the usage", async () => {
+    await start({ content: "" }, { content: "  \n", finishReason: "length" });
+    const c = client();
+    const err = await failure(c.chat(CHAT));
+    expect(err.failure).toBe("empty");
+    expect(err.usage?.promptTokens).toBeGreaterThan(0);
+    const err2 = await failure(c.chat(CHAT));
+    expect(err2.failure).toBe("empty");
+    expect(err2.message).toContain("finish_reason: length");
+  });
+
+  it("reports a refusal", async () => {
+    await start({ refusal: "I can't run commands on hosts." });
+    const err = await failure(client().chat(CHAT));
+    expect(err.failure).toBe("refusal");
+    expect(err.message).toContain("I can't run commands on hosts.");
+  });
+
+  it("maps HTTP 500 to http_error, retrying per max_retries", async () => {
+    await start({ status: 500, error: { message: "CUDA out of memory" } });
+    const once = await failure(client({ max_retries: 0 }).chat(CHAT));
+    expect(once).toMatchObject({ failure: "http_error", status: 500 });
+    expect(once.message).toContain("CUDA out of memory");
+    expect(model.requests).toHaveLength(1);
+    await model.close();
+
+    await start({ status: 500, error: { message: "CUDA out of memory" }, headers: { "retry-after-ms": "10" } }, { toolCalls: [{ name: "host.disk_usage", arguments: "{}" }] });
+    const r = await client({ max_retries: 1 }).chat(CHAT);
+    expect(r.toolCalls).toHaveLength(1);
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it("times out on a hanging server, using model.timeout or the per-call timeoutMs", async () => {
+    await start({ hang: true }, { hang: true });
+    const started = Date.now();
+    const err = await failure(client({ timeout: "200ms" }).chat(CHAT));
+    expect(err.failure).toBe("timeout");
+    expect(Date.now() - started).toBeLessThan(5000);
+
+    const overridden = Date.now();
+    const err2 = await failure(client({ timeout: "30s" }).chat({ ...CHAT, timeoutMs: 200 }));
+    expect(err2.failure).toBe("timeout");
+    expect(Date.now() - overridden).toBeLessThan(5000);
+    expect(model.requests).toHaveLength(2);
+  }, 10_000);
+
+  it("maps a refused connection to connection", async () => {
+    await start();
+    const closed = http.createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const err = await failure(client({ base_url: `http://127.0.0.1:${port}/v1` }).chat(CHAT));
+    expect(err.failure).toBe("connection");
+    expect(err.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it("reports a cancelled call as cancelled, not as a model failure", async () => {
+    await start({ hang: true });
+    const ac = new AbortController();
+    const p = client().chat({ ...CHAT, signal: ac.signal });
+    setTimeout(() => ac.abort(), 100);
+    await expect(p).rejects.toMatchObject({ name: "OngridError", code: "cancelled" });
+  });
+
+  it("records usage, and logs it at debug without message content, arguments or the key", async () => {
+    await start({ toolCalls: [{ id: "call_disk", name: "host.disk_usage", arguments: RAW_ARGS }] }, { status: 401, error: { message: `Incorrect API key provided: ${KEY}`, type: "invalid_request_error", code: "invalid_api_key" } });
+    const c = client({ api_key: KEY });
+    const r = await c.chat(CHAT);
+    const promptChars = CHAT.messages.reduce((n, m) => n + String(m.content).length, 0);
+    const completionChars = "host.disk_usage".length + RAW_ARGS.length;
+    expect(r.usage).toEqual({
+      promptTokens: Math.ceil(promptChars / 4),
+      completionTokens: Math.ceil(completionChars / 4),
+      totalTokens: Math.ceil(promptChars / 4) + Math.ceil(completionChars / 4),
+    });
+    expect(r.latencyMs).toBeGreaterThanOrEqual(0);
+    expect(model.requests[0].headers.authorization).toBe(`Bearer ${KEY}`);
+    const call = lines.map((l) => JSON.parse(l)).find((e) => e.usage);
+    expect(call).toMatchObject({ level: 20, model: "test-model", mode: "chat", tools: 2, finishReason: "tool_calls", toolCalls: 1, usage: r.usage });
+    expect(typeof call.latencyMs).toBe("number");
+
+    const err = await failure(c.chat(CHAT));
+    expect(err).toMatchObject({ failure: "http_error", status: 401 });
+    expect(err.message).toContain("Incorrect API key provided: [redacted]");
+    expect(err.message).not.toContain(KEY);
+    const all = lines.join("\n");
+    expect(all).not.toContain(USER_TEXT);
+    expect(all).not.toContain("web-3");
+    expect(all).not.toContain(KEY);
   });
 });

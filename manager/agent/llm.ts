@@ -1,6 +1,7 @@
-/** The one module around the `openai` package (J4): structured answers from any OpenAI-compatible endpoint. */
+/** The one module around the `openai` package (J4): structured answers and tool-calling chat from any OpenAI-compatible endpoint. */
 import { readFileSync } from "node:fs";
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import type { Logger } from "pino";
 import { parseDuration } from "../../skill/duration.ts";
@@ -70,12 +71,68 @@ export interface StructuredResult<T> {
   latencyMs: number;
 }
 
-/** What the router, planner and verifier call; one per configured endpoint. */
+/** One function call the model asked for. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text as the model sent it; not parsed or validated here (the caller does). */
+  arguments: string;
+}
+
+/** One turn of a tool-calling conversation. */
+export type ChatMessage =
+  | { role: "system" | "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+/** An OpenAI function tool as sent to the model. */
+export interface ChatTool {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** One chat call, optionally offering function tools. */
+export interface ChatRequest {
+  messages: ChatMessage[];
+  tools?: ChatTool[];
+  /** Sent only together with a non-empty `tools`. */
+  toolChoice?: "auto" | "none" | "required";
+  signal?: AbortSignal;
+  /** Overrides model.timeout for this call (per attempt). */
+  timeoutMs?: number;
+  /** Upper bound on generated tokens, sent as `max_tokens`. */
+  maxTokens?: number;
+}
+
+/** The assistant's turn: text, function calls, or both. */
+export interface ChatResult {
+  /** null when the model sent no text (or only whitespace). */
+  content: string | null;
+  /** Function tool calls in the order the model sent them; non-function tool calls are dropped. */
+  toolCalls: ToolCall[];
+  /** As the server reported it, e.g. "stop", "tool_calls", "length"; "none" when absent. */
+  finishReason: string;
+  usage: ModelUsage;
+  model: string;
+  latencyMs: number;
+}
+
+/** What the router, planner, verifier and executor call; one per configured endpoint. */
 export interface ModelClient {
   readonly model: string;
   /** The endpoint without any user:password part, safe to show. */
   readonly baseUrl: string;
   structured<T>(req: StructuredRequest): Promise<StructuredResult<T>>;
+  /** One chat completion with optional function tools; fails with ModelError (or OngridError cancelled). */
+  chat(req: ChatRequest): Promise<ChatResult>;
+}
+
+/** One answered completion, after the checks every kind of call shares. */
+interface Answered {
+  choice: ChatCompletion.Choice | undefined;
+  usage: ModelUsage;
+  latencyMs: number;
+  finishReason: string;
 }
 
 type Mode = StructuredResult<unknown>["mode"];
@@ -128,28 +185,42 @@ export function createModelClient(settings: ModelSettings, log: Logger): ModelCl
   const canFallBack = settings.structured_output === "auto";
   const validators = new WeakMap<Record<string, unknown>, ValidateFunction>();
 
-  async function attempt<T>(req: StructuredRequest, validate: ValidateFunction, as: Mode): Promise<StructuredResult<T>> {
+  /**
+   * One completion on the shared client (so the same timeout, retries, fetch and redaction apply):
+   * measures latency, reads usage, logs the call at debug without any message content, and turns
+   * a refusal into ModelError. Errors from the package propagate raw; callers pass them to classify.
+   */
+  async function complete(
+    body: Omit<ChatCompletionCreateParamsNonStreaming, "model">,
+    call: { signal?: AbortSignal; timeoutMs?: number },
+    logFields: Record<string, unknown>,
+  ): Promise<Answered> {
     const started = performance.now();
+    const completion = await openai.chat.completions.create(
+      { ...body, model },
+      { signal: call.signal, ...(call.timeoutMs !== undefined ? { timeout: call.timeoutMs } : {}) },
+    );
+    const latencyMs = Math.round(performance.now() - started);
+    const usage = usageOf(completion.usage);
+    const choice = completion.choices?.[0];
+    const finishReason = choice?.finish_reason ?? "none";
+    const toolCalls = choice?.message?.tool_calls?.length;
+    log.debug({ model, ...logFields, latencyMs, usage, finishReason, ...(toolCalls ? { toolCalls } : {}) }, "model call answered");
+    const refusal = choice?.message?.refusal;
+    if (refusal) throw new ModelError("refusal", `model refused to answer: ${redact(refusal.slice(0, MAX_SERVER_MESSAGE))}`, { usage });
+    return { choice, usage, latencyMs, finishReason };
+  }
+
+  async function attempt<T>(req: StructuredRequest, validate: ValidateFunction, as: Mode): Promise<StructuredResult<T>> {
     const messages = as === "json_schema" ? req.messages : withSchemaInstruction(req.messages, req.schema);
     const response_format =
       as === "json_schema"
         ? { type: "json_schema" as const, json_schema: { name: req.schemaName, schema: req.schema, strict: true } }
         : { type: "json_object" as const };
-    const completion = await openai.chat.completions.create(
-      { model, messages, response_format },
-      { signal: req.signal, ...(req.timeoutMs !== undefined ? { timeout: req.timeoutMs } : {}) },
-    );
-    const latencyMs = Math.round(performance.now() - started);
-    const usage = usageOf(completion.usage);
-    log.debug({ model, mode: as, latencyMs, usage }, "model call answered");
-    const choice = completion.choices?.[0];
-    const message = choice?.message;
-    if (message?.refusal) {
-      throw new ModelError("refusal", `model refused to answer: ${redact(message.refusal.slice(0, MAX_SERVER_MESSAGE))}`, { usage });
-    }
-    const content = message?.content;
+    const { choice, usage, latencyMs, finishReason } = await complete({ messages, response_format }, req, { mode: as });
+    const content = choice?.message?.content;
     if (typeof content !== "string" || content.trim() === "") {
-      throw new ModelError("empty", `model returned no content (finish_reason: ${choice?.finish_reason ?? "none"})`, { usage });
+      throw new ModelError("empty", `model returned no content (finish_reason: ${finishReason})`, { usage });
     }
     let value: unknown;
     try {
@@ -185,14 +256,65 @@ export function createModelClient(settings: ModelSettings, log: Logger): ModelCl
         try {
           return await attempt<T>(req, validate, "json_object");
         } catch (err2) {
-          throw classify(err2, req, redact, model);
+          throw classify(err2, req.signal, redact, model);
         }
       }
-      throw classify(err, req, redact, model);
+      throw classify(err, req.signal, redact, model);
     }
   }
 
-  return { model, baseUrl, structured };
+  async function chat(req: ChatRequest): Promise<ChatResult> {
+    const tools = req.tools?.length ? req.tools : undefined;
+    const body: Omit<ChatCompletionCreateParamsNonStreaming, "model"> = {
+      messages: req.messages.map(toOpenAIMessage),
+      ...(tools ? { tools } : {}),
+      ...(tools && req.toolChoice ? { tool_choice: req.toolChoice } : {}),
+      ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+    };
+    try {
+      const { choice, usage, latencyMs, finishReason } = await complete(body, req, { mode: "chat", tools: tools?.length ?? 0 });
+      const text = choice?.message?.content;
+      const content = typeof text === "string" && text.trim() !== "" ? text : null;
+      const toolCalls: ToolCall[] = [];
+      for (const [i, tc] of (choice?.message?.tool_calls ?? []).entries()) {
+        if (tc?.type !== "function") continue;
+        const args: unknown = tc.function?.arguments;
+        toolCalls.push({
+          id: tc.id || `call_${i}`,
+          name: tc.function?.name ?? "",
+          // Some servers send an object instead of JSON text; keep the contract of raw text.
+          arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}),
+        });
+      }
+      if (content === null && toolCalls.length === 0) {
+        throw new ModelError("empty", `model returned neither content nor tool calls (finish_reason: ${finishReason})`, { usage });
+      }
+      return { content, toolCalls, finishReason, usage, model, latencyMs };
+    } catch (err) {
+      throw classify(err, req.signal, redact, model);
+    }
+  }
+
+  return { model, baseUrl, structured, chat };
+}
+
+/** Our message shape to the package's: assistant tool calls gain `type: "function"`. */
+function toOpenAIMessage(m: ChatMessage): ChatCompletionMessageParam {
+  switch (m.role) {
+    case "system":
+    case "user":
+      return { role: m.role, content: m.content };
+    case "assistant":
+      return {
+        role: "assistant",
+        content: m.content,
+        ...(m.tool_calls?.length
+          ? { tool_calls: m.tool_calls.map((tc) => ({ id: tc.id, type: "function" as const, function: { name: tc.name, arguments: tc.arguments } })) }
+          : {}),
+      };
+    case "tool":
+      return { role: "tool", tool_call_id: m.tool_call_id, content: m.content };
+  }
 }
 
 function resolveApiKey(settings: ModelSettings): string {
@@ -272,13 +394,13 @@ function serverText(err: APIError): string {
   return `${err.message} ${detail}`.trim().slice(0, MAX_SERVER_MESSAGE * 2);
 }
 
-function classify(err: unknown, req: StructuredRequest, redact: (s: string) => string, model: string): Error {
+function classify(err: unknown, signal: AbortSignal | undefined, redact: (s: string) => string, model: string): Error {
   if (err instanceof ModelError) return err;
   if (err instanceof APIConnectionTimeoutError) {
     return new ModelError("timeout", `model ${model} did not answer in time`, { cause: err });
   }
-  if (err instanceof APIUserAbortError || req.signal?.aborted) {
-    const reason = req.signal?.reason as { name?: string } | undefined;
+  if (err instanceof APIUserAbortError || signal?.aborted) {
+    const reason = signal?.reason as { name?: string } | undefined;
     if (reason?.name === "TimeoutError") return new ModelError("timeout", `model ${model} did not answer before the caller's deadline`);
     return new OngridError("cancelled", `model call to ${model} was cancelled`);
   }

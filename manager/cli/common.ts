@@ -9,6 +9,7 @@ import { ApprovalService } from "../../proto/gen/ongrid/v1/approval_service_pb.t
 import { IdentityService } from "../../proto/gen/ongrid/v1/identity_service_pb.ts";
 import { CredentialService } from "../../proto/gen/ongrid/v1/credential_service_pb.ts";
 import { PlaybookService } from "../../proto/gen/ongrid/v1/playbook_service_pb.ts";
+import { AgentService } from "../../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { readFileSync } from "node:fs";
 import { OngridError } from "../../skill/errors.ts";
 import { loadConfig } from "../config/load.ts";
@@ -78,6 +79,7 @@ export function rpcClients(url: string, opts: Pick<CoreOptions, "tokenFile"> = {
     identity: createClient(IdentityService, transport),
     credentials: createClient(CredentialService, transport),
     playbooks: createClient(PlaybookService, transport),
+    agent: createClient(AgentService, transport),
   };
 }
 

@@ -1,3 +1,4 @@
+import { diagnoseCommand } from "./diagnose.ts";
 /** The `ongrid` command line: the manager server, skills and audit commands. */
 import { playbooksCommand, routeCommand } from "./playbooks.ts";
 import { Command, CommanderError } from "commander";
@@ -109,6 +110,7 @@ export function buildProgram(): Command {
   program.addCommand(approvalsCommand());
   program.addCommand(playbooksCommand());
   program.addCommand(routeCommand());
+  program.addCommand(diagnoseCommand());
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

@@ -85,6 +85,14 @@ export const CONFIG_SCHEMA = {
         structured_output: { type: "string", enum: ["auto", "json_schema", "json_object"], default: "auto", description: "How structured answers are asked for: json_schema response format, json_object (JSON mode + validation), or auto (json_schema, falling back to json_object when the server refuses it).", env: "ONGRID_MODEL_STRUCTURED_OUTPUT" },
       },
     },
+    agent: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        max_steps: { type: "integer", minimum: 1, maximum: 100, default: 12, description: "Most tool calls the executor makes in one diagnosis session.", env: "ONGRID_AGENT_MAX_STEPS" },
+        max_duration: { type: "string", default: "5m", description: "Longest a diagnosis session runs before it writes its report with what it has.", env: "ONGRID_AGENT_MAX_DURATION", format: "duration" },
+      },
+    },
     router: {
       type: "object",
       additionalProperties: false,
@@ -128,6 +136,7 @@ export interface ManagerConfig {
   credentials: { key: string; key_file: string };
   playbooks: { dirs: string; disabled: string; watch: boolean };
   model: { base_url: string; model: string; api_key: string; api_key_file: string; timeout: string; max_retries: number; structured_output: "auto" | "json_schema" | "json_object" };
+  agent: { max_steps: number; max_duration: string };
   router: { recall_dir: string; recall_limit: number; recall_level: "index" | "full" };
   skills: {
     default_timeout: string;

@@ -42,4 +42,5 @@ export const RPC_RULES: Readonly<Record<string, Role>> = {
   // The agent's tools: every role may ask; the list and each call are gated for the caller's role.
   "ongrid.v1.AgentService/ListTools": "viewer",
   "ongrid.v1.AgentService/CallTool": "viewer",
+  "ongrid.v1.AgentService/Diagnose": "viewer",
 };

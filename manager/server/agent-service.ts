@@ -10,10 +10,20 @@ import { resultToProto } from "./convert.ts";
 import { approvalToProto } from "./approval-service.ts";
 import { callerOf } from "./caller.ts";
 import { modeFromProto } from "./skill-service.ts";
+import type { Agent } from "../agent/diagnose.ts";
 
 /** Builds the AgentService implementation. */
-export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher }): ServiceImpl<typeof AgentService> {
+export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; agent: Agent }): ServiceImpl<typeof AgentService> {
   return {
+    async *diagnose(req, ctx) {
+      const user = callerOf(ctx);
+      let sessionId = "";
+      for await (const ev of deps.agent.diagnose({ text: req.text, user, edgeId: req.edgeId || undefined, mode: modeFromProto(req.permissionMode), signal: ctx.signal })) {
+        if (ev.type === "session") sessionId = ev.sessionId;
+        const { type, ...rest } = ev;
+        yield { sessionId, type, data: JSON.parse(JSON.stringify(rest)) as never };
+      }
+    },
     listTools(req, ctx) {
       const user = callerOf(ctx);
       const tools = bridgeTools(deps, { caller: systemCaller(user), mode: modeFromProto(req.permissionMode), playbook: req.playbook || undefined });

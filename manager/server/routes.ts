@@ -26,6 +26,7 @@ import { PlaybookService } from "../../proto/gen/ongrid/v1/playbook_service_pb.t
 import { createPlaybookService } from "./playbook-service.ts";
 import type { PlaybookRegistry } from "../playbooks/registry.ts";
 import type { Router } from "../agent/router.ts";
+import type { Agent } from "../agent/diagnose.ts";
 import { AgentService } from "../../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { createAgentService } from "./agent-service.ts";
 
@@ -43,6 +44,7 @@ export function routes(deps: {
   credentials: CredentialStore;
   playbooks: PlaybookRegistry;
   router: Router;
+  agent: Agent;
 }) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));

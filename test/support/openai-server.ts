@@ -13,7 +13,12 @@ export type Reply =
   /** Never answers (for timeouts); closed when the server closes. */
   | { hang: true }
   /** A refusal with null content. */
-  | { refusal: string };
+  | { refusal: string }
+  /**
+   * An assistant message with function tool calls (finish_reason "tool_calls") and optional text:
+   * ids are generated when absent, object arguments are sent as JSON text.
+   */
+  | { toolCalls: Array<{ name: string; arguments: string | object; id?: string }>; content?: string };
 
 /** Answers one request: a Reply, or a function of the request body that returns one. */
 export type Responder = Reply | ((body: any) => Reply | Promise<Reply>);
@@ -31,6 +36,7 @@ export async function startScriptedModel(script: Responder[] = []): Promise<Scri
   const queue = [...script];
   const requests: ScriptedModel["requests"] = [];
   let seq = 0;
+  let callSeq = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -67,11 +73,21 @@ export async function startScriptedModel(script: Responder[] = []): Promise<Scri
       send(res, reply.status, payload, reply.headers);
       return;
     }
-    const content = "json" in reply ? JSON.stringify(reply.json) : "content" in reply ? reply.content : null;
+    const content = "json" in reply ? JSON.stringify(reply.json) : "content" in reply ? (reply.content ?? null) : null;
     const refusal = "refusal" in reply ? reply.refusal : null;
+    const toolCalls =
+      "toolCalls" in reply
+        ? reply.toolCalls.map((c) => ({
+            id: c.id ?? `call_scripted_${++callSeq}`,
+            type: "function",
+            function: { name: c.name, arguments: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments) },
+          }))
+        : undefined;
     const promptChars = Array.isArray(body?.messages) ? body.messages.reduce((n: number, m: { content?: unknown }) => n + String(m.content ?? "").length, 0) : 0;
     const prompt = Math.ceil(promptChars / 4);
-    const completion = Math.ceil((content ?? refusal ?? "").length / 4);
+    const completionChars = (content ?? refusal ?? "").length + (toolCalls ?? []).reduce((n, c) => n + c.function.name.length + c.function.arguments.length, 0);
+    const completion = Math.ceil(completionChars / 4);
+    const finishReason = toolCalls ? "tool_calls" : "finishReason" in reply && reply.finishReason ? reply.finishReason : "stop";
     send(res, 200, {
       id: `chatcmpl-scripted-${++seq}`,
       object: "chat.completion",
@@ -80,8 +96,8 @@ export async function startScriptedModel(script: Responder[] = []): Promise<Scri
       choices: [
         {
           index: 0,
-          message: { role: "assistant", content, refusal },
-          finish_reason: "finishReason" in reply && reply.finishReason ? reply.finishReason : "stop",
+          message: { role: "assistant", content, refusal, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
+          finish_reason: finishReason,
           logprobs: null,
         },
       ],

@@ -5,3 +5,4 @@ export * from "./identity.ts";
 export * from "./approvals.ts";
 export * from "./credentials.ts";
 export * from "./route-decisions.ts";
+export * from "./agent-sessions.ts";

@@ -4,17 +4,88 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Approval } from "./approval_service_pb.ts";
 import { file_ongrid_v1_approval_service } from "./approval_service_pb.ts";
 import type { PermissionMode, SkillResult } from "./skill_pb.ts";
 import { file_ongrid_v1_skill } from "./skill_pb.ts";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file ongrid/v1/agent_service.proto.
  */
 export const file_ongrid_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1vbmdyaWQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIlgKEExpc3RUb29sc1JlcXVlc3QSMgoPcGVybWlzc2lvbl9tb2RlGAEgASgOMhkub25ncmlkLnYxLlBlcm1pc3Npb25Nb2RlEhAKCHBsYXlib29rGAIgASgJIkMKCVRvb2xFbnRyeRIMCgRuYW1lGAEgASgJEhAKCGVkZ2VfaWRzGAIgAygJEhYKDm5lZWRzX2FwcHJvdmFsGAMgASgIIkwKEUxpc3RUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSIwoFdG9vbHMYAiADKAsyFC5vbmdyaWQudjEuVG9vbEVudHJ5IqUBCg9DYWxsVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEjIKD3Blcm1pc3Npb25fbW9kZRgEIAEoDjIZLm9uZ3JpZC52MS5QZXJtaXNzaW9uTW9kZRIQCghwbGF5Ym9vaxgFIAEoCRISCgp0aW1lb3V0X21zGAYgASgNIoUBChBDYWxsVG9vbFJlc3BvbnNlEiYKBnJlc3VsdBgBIAEoCzIWLm9uZ3JpZC52MS5Ta2lsbFJlc3VsdBIRCglhdWRpdF9zZXEYAiABKAQSJQoIYXBwcm92YWwYAyABKAsyEy5vbmdyaWQudjEuQXBwcm92YWwSDwoHY29udGVudBgEIAEoCTKgAQoMQWdlbnRTZXJ2aWNlEksKCUxpc3RUb29scxIbLm9uZ3JpZC52MS5MaXN0VG9vbHNSZXF1ZXN0Ghwub25ncmlkLnYxLkxpc3RUb29sc1Jlc3BvbnNlIgOQAgESQwoIQ2FsbFRvb2wSGi5vbmdyaWQudjEuQ2FsbFRvb2xSZXF1ZXN0Ghsub25ncmlkLnYxLkNhbGxUb29sUmVzcG9uc2ViBnByb3RvMw", [file_ongrid_v1_approval_service, file_ongrid_v1_skill]);
+  fileDesc("Ch1vbmdyaWQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJb25ncmlkLnYxImQKD0RpYWdub3NlUmVxdWVzdBIMCgR0ZXh0GAEgASgJEg8KB2VkZ2VfaWQYAiABKAkSMgoPcGVybWlzc2lvbl9tb2RlGAMgASgOMhkub25ncmlkLnYxLlBlcm1pc3Npb25Nb2RlIlsKEERpYWdub3NlUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEiUKBGRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlgKEExpc3RUb29sc1JlcXVlc3QSMgoPcGVybWlzc2lvbl9tb2RlGAEgASgOMhkub25ncmlkLnYxLlBlcm1pc3Npb25Nb2RlEhAKCHBsYXlib29rGAIgASgJIkMKCVRvb2xFbnRyeRIMCgRuYW1lGAEgASgJEhAKCGVkZ2VfaWRzGAIgAygJEhYKDm5lZWRzX2FwcHJvdmFsGAMgASgIIkwKEUxpc3RUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSIwoFdG9vbHMYAiADKAsyFC5vbmdyaWQudjEuVG9vbEVudHJ5IqUBCg9DYWxsVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEjIKD3Blcm1pc3Npb25fbW9kZRgEIAEoDjIZLm9uZ3JpZC52MS5QZXJtaXNzaW9uTW9kZRIQCghwbGF5Ym9vaxgFIAEoCRISCgp0aW1lb3V0X21zGAYgASgNIoUBChBDYWxsVG9vbFJlc3BvbnNlEiYKBnJlc3VsdBgBIAEoCzIWLm9uZ3JpZC52MS5Ta2lsbFJlc3VsdBIRCglhdWRpdF9zZXEYAiABKAQSJQoIYXBwcm92YWwYAyABKAsyEy5vbmdyaWQudjEuQXBwcm92YWwSDwoHY29udGVudBgEIAEoCTLnAQoMQWdlbnRTZXJ2aWNlEksKCUxpc3RUb29scxIbLm9uZ3JpZC52MS5MaXN0VG9vbHNSZXF1ZXN0Ghwub25ncmlkLnYxLkxpc3RUb29sc1Jlc3BvbnNlIgOQAgESQwoIQ2FsbFRvb2wSGi5vbmdyaWQudjEuQ2FsbFRvb2xSZXF1ZXN0Ghsub25ncmlkLnYxLkNhbGxUb29sUmVzcG9uc2USRQoIRGlhZ25vc2USGi5vbmdyaWQudjEuRGlhZ25vc2VSZXF1ZXN0Ghsub25ncmlkLnYxLkRpYWdub3NlUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_struct, file_ongrid_v1_approval_service, file_ongrid_v1_skill]);
+
+/**
+ * DiagnoseRequest is the incident to diagnose.
+ *
+ * @generated from message ongrid.v1.DiagnoseRequest
+ */
+export type DiagnoseRequest = Message<"ongrid.v1.DiagnoseRequest"> & {
+  /**
+   * The alert or question (at most 8000 characters).
+   *
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * The edge host tools run on; empty picks the only online edge in the caller's reach.
+   *
+   * @generated from field: string edge_id = 2;
+   */
+  edgeId: string;
+
+  /**
+   * The gate's mode for every tool call; unspecified uses gate.default_mode.
+   *
+   * @generated from field: ongrid.v1.PermissionMode permission_mode = 3;
+   */
+  permissionMode: PermissionMode;
+};
+
+/**
+ * Describes the message ongrid.v1.DiagnoseRequest.
+ * Use `create(DiagnoseRequestSchema)` to create a new message.
+ */
+export const DiagnoseRequestSchema: GenMessage<DiagnoseRequest> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_agent_service, 0);
+
+/**
+ * DiagnoseResponse is one event of the session.
+ *
+ * @generated from message ongrid.v1.DiagnoseResponse
+ */
+export type DiagnoseResponse = Message<"ongrid.v1.DiagnoseResponse"> & {
+  /**
+   * The session's id (every event carries it).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * session, route, plan, tool_call, tool_result, skipped, report, verdict or done.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * The event's fields (see docs/agent.md), e.g. for tool_result: step, tool, success, content.
+   *
+   * @generated from field: google.protobuf.Struct data = 3;
+   */
+  data?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message ongrid.v1.DiagnoseResponse.
+ * Use `create(DiagnoseResponseSchema)` to create a new message.
+ */
+export const DiagnoseResponseSchema: GenMessage<DiagnoseResponse> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_agent_service, 1);
 
 /**
  * ListToolsRequest says for whom the list is.
@@ -42,7 +113,7 @@ export type ListToolsRequest = Message<"ongrid.v1.ListToolsRequest"> & {
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_agent_service, 0);
+  messageDesc(file_ongrid_v1_agent_service, 2);
 
 /**
  * ToolEntry is one listed tool.
@@ -77,7 +148,7 @@ export type ToolEntry = Message<"ongrid.v1.ToolEntry"> & {
  * Use `create(ToolEntrySchema)` to create a new message.
  */
 export const ToolEntrySchema: GenMessage<ToolEntry> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_agent_service, 1);
+  messageDesc(file_ongrid_v1_agent_service, 3);
 
 /**
  * ListToolsResponse is the list in two forms.
@@ -105,7 +176,7 @@ export type ListToolsResponse = Message<"ongrid.v1.ListToolsResponse"> & {
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_agent_service, 2);
+  messageDesc(file_ongrid_v1_agent_service, 4);
 
 /**
  * CallToolRequest is one function call as the model produced it.
@@ -161,7 +232,7 @@ export type CallToolRequest = Message<"ongrid.v1.CallToolRequest"> & {
  * Use `create(CallToolRequestSchema)` to create a new message.
  */
 export const CallToolRequestSchema: GenMessage<CallToolRequest> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_agent_service, 3);
+  messageDesc(file_ongrid_v1_agent_service, 5);
 
 /**
  * CallToolResponse is what the model reads back.
@@ -203,7 +274,7 @@ export type CallToolResponse = Message<"ongrid.v1.CallToolResponse"> & {
  * Use `create(CallToolResponseSchema)` to create a new message.
  */
 export const CallToolResponseSchema: GenMessage<CallToolResponse> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_agent_service, 4);
+  messageDesc(file_ongrid_v1_agent_service, 6);
 
 /**
  * AgentService is the LLM tool runtime (J1–J3): the gated tool list and the call path an LLM
@@ -233,6 +304,17 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof CallToolRequestSchema;
     output: typeof CallToolResponseSchema;
+  },
+  /**
+   * Diagnose runs a diagnosis session for an incident text and streams its events: session,
+   * route, plan, tool_call, tool_result, skipped, report, verdict, done (always last).
+   *
+   * @generated from rpc ongrid.v1.AgentService.Diagnose
+   */
+  diagnose: {
+    methodKind: "server_streaming";
+    input: typeof DiagnoseRequestSchema;
+    output: typeof DiagnoseResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ongrid_v1_agent_service, 0);

@@ -1,0 +1,196 @@
+/**
+ * The diagnosis agent (J2, J3): Router → Planner → Executor → Verifier with a model; without one
+ * (or when the model fails at the start) the playbook's fallback steps run deterministically and
+ * the report lists what they returned, inventing nothing. Events stream to the caller; the
+ * session is stored; every tool call goes through the gate and the audit log as user "0".
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { OngridError } from "../../skill/errors.ts";
+import { redactString } from "../../skill/redact.ts";
+import type { SkillRegistry } from "../../skill/registry.ts";
+import type { Caller, Dispatcher } from "../dispatch/dispatch.ts";
+import type { PermissionMode } from "../gate/gate.ts";
+import { reaches } from "../identity/reach.ts";
+import type { Playbook } from "../playbooks/parse.ts";
+import { extractPlaceholders, fillPlaceholders } from "../playbooks/placeholders.ts";
+import type { PlaybookRegistry } from "../playbooks/registry.ts";
+import type { Hub } from "../tunnel/hub.ts";
+import { systemCaller } from "./call.ts";
+import { condense } from "./condense.ts";
+import { createEvidence, type EvidenceItem } from "./evidence.ts";
+import type { ModelClient, ModelUsage } from "./llm.ts";
+import { runModelPath } from "./model-path.ts";
+import type { RouteDecision, Router } from "./router.ts";
+import type { SessionStore } from "./session-store.ts";
+import { bridgeTools } from "./tools.ts";
+
+/** One event of a session, in order. */
+export type AgentEvent =
+  | { type: "session"; sessionId: string }
+  | { type: "route"; decision: RouteDecision }
+  | { type: "plan"; source: "planner" | "fallback_plan" | "fallback_steps"; steps: string[]; reason: string }
+  | { type: "tool_call"; step: number; tool: string; args: unknown }
+  | { type: "tool_result"; step: number; tool: string; success: boolean; content: string; deduped: boolean; auditSeq: number; pendingApproval?: string }
+  | { type: "skipped"; tool: string; reason: string }
+  | { type: "report"; path: "model" | "fallback"; markdown: string }
+  | { type: "verdict"; verdict: string; unsupported: string[]; notes: string }
+  | { type: "done"; status: "done" | "failed" | "refused"; message: string; usage: ModelUsage };
+
+/** Bounds of one session (config agent.*). */
+export interface AgentLimits {
+  maxSteps: number;
+  maxDurationMs: number;
+}
+
+/** What the agent needs. */
+export interface AgentDeps {
+  registry: SkillRegistry;
+  hub: Hub;
+  dispatcher: Dispatcher;
+  playbooks: PlaybookRegistry;
+  router: Router;
+  sessions: SessionStore;
+  model?: ModelClient;
+  limits: AgentLimits;
+  log: Logger;
+}
+
+/** One diagnosis request. */
+export interface DiagnoseInput {
+  text: string;
+  user: Caller;
+  edgeId?: string;
+  mode?: PermissionMode;
+  signal?: AbortSignal;
+}
+
+/** Condenses a long tool message deterministically (analyze_output's first stage). */
+export const condenseContent = (content: string): string => `[condensed by analyze_output]\n${condense(content, { maxChars: 3000 }).summary}`;
+
+/** Creates the agent. */
+export function createAgent(deps: AgentDeps) {
+  /** The edge host tools run on: the one asked for, else the only online edge in the caller's reach. */
+  function targetEdge(input: DiagnoseInput): string | undefined {
+    if (input.edgeId) return input.edgeId;
+    const online = deps.hub.sessions().filter((s) => reaches(input.user, s.hello.labels)).map((s) => s.edgeId);
+    if (online.length === 1) return online[0];
+    if (online.length > 1) throw new OngridError("invalid_argument", `edge_id: is required when several edges are online (rule: required); online: ${online.slice(0, 10).join(", ")}`, "name the edge to diagnose (--edge ID)");
+    return undefined;
+  }
+
+  async function* diagnose(input: DiagnoseInput): AsyncGenerator<AgentEvent> {
+    const usage: ModelUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+    const addUsage = (u: ModelUsage) => {
+      usage.promptTokens += u.promptTokens;
+      usage.completionTokens += u.completionTokens;
+      usage.totalTokens += u.totalTokens;
+    };
+    const edgeId = targetEdge(input);
+    const sessionId = `ses_${randomUUID().replace(/-/g, "").slice(0, 20)}`;
+    await deps.sessions.create({ id: sessionId, userId: input.user.userId, inputText: redactString(input.text.trim()).slice(0, 8000), edgeId: edgeId ?? "", mode: input.mode ?? "" });
+    yield { type: "session", sessionId };
+    const finish = async (status: "done" | "failed" | "refused", message: string, patch: Parameters<SessionStore["update"]>[1] = {}): Promise<AgentEvent> => {
+      await deps.sessions.update(sessionId, { status, error: status === "done" ? "" : message, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, model: deps.model?.model ?? "", ...patch });
+      return { type: "done", status, message, usage: { ...usage } };
+    };
+    try {
+      const decision = await deps.router.route({ text: input.text, userId: input.user.userId, sessionId, signal: input.signal });
+      addUsage(decision.usage);
+      yield { type: "route", decision };
+      await deps.sessions.update(sessionId, { routeDecisionId: decision.id, skillName: decision.skillName });
+      if (!decision.isOncall) {
+        yield await finish("refused", decision.reason);
+        return;
+      }
+      const playbook = deps.playbooks.get(decision.skillName) ?? deps.playbooks.get("generic_oncall")!;
+      const agentCaller = systemCaller(input.user);
+      const offered = new Map(bridgeTools(deps, { caller: agentCaller, mode: input.mode, playbook: playbook.name }).map((t) => [t.skill.meta.key, t]));
+      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: condenseContent, signal: input.signal });
+      const deadline = Date.now() + deps.limits.maxDurationMs;
+
+      if (deps.model) {
+        const model = runModelPath({ model: deps.model, playbooks: deps.playbooks, playbook, text: redactString(input.text.trim()), edgeId, offered, evidence, limits: deps.limits, deadline, signal: input.signal, log: deps.log, addUsage });
+        let report = "";
+        let verdict: Extract<AgentEvent, { type: "verdict" }> | undefined;
+        let plan: unknown;
+        for await (const ev of model) {
+          if (ev.type === "report") report = ev.markdown;
+          if (ev.type === "verdict") verdict = ev;
+          if (ev.type === "plan") plan = ev;
+          yield ev;
+        }
+        yield await finish("done", "diagnosis finished", { path: "model", report, verdict: verdict ?? null, plan: plan ?? null, toolCalls: evidence.items().length });
+        return;
+      }
+
+      // No model: the playbook's fallback steps, as written, and a report of what they returned.
+      const steps = playbook.fallbackSteps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
+      yield { type: "plan", source: "fallback_steps", steps, reason: `no model configured: ${playbook.name}'s fallback steps run as written` };
+      const values = extractPlaceholders(input.text);
+      const skipped: Array<{ tool: string; reason: string }> = [];
+      for (const step of playbook.fallbackSteps) {
+        if (Date.now() > deadline || input.signal?.aborted) {
+          skipped.push({ tool: step.tool, reason: "the session's time bound (agent.max_duration) was reached" });
+          continue;
+        }
+        const filled = fillPlaceholders(step.args, values);
+        if ("missing" in filled) {
+          skipped.push({ tool: step.tool, reason: `the input names no ${filled.missing.map((n) => `{{${n}}}`).join(", ")}` });
+          yield { type: "skipped", ...skipped[skipped.length - 1] };
+          continue;
+        }
+        const host = offered.get(step.tool)?.skill.meta.scope === "host";
+        if (host && !edgeId) {
+          skipped.push({ tool: step.tool, reason: "no edge to run it on (none online in reach; name one with --edge)" });
+          yield { type: "skipped", ...skipped[skipped.length - 1] };
+          continue;
+        }
+        const args = host ? { edge_id: edgeId, ...filled.args } : filled.args;
+        yield { type: "tool_call", step: evidence.items().length + 1, tool: step.tool, args };
+        const item = await evidence.call(step.tool, JSON.stringify(args));
+        yield toolResultEvent(item);
+      }
+      const report = fallbackReport(input.text, decision, playbook, edgeId, evidence.items(), skipped);
+      yield { type: "report", path: "fallback", markdown: report };
+      yield await finish("done", "diagnosis finished (fallback steps, no model)", { path: "fallback", report, plan: { source: "fallback_steps", steps }, toolCalls: evidence.items().length });
+    } catch (err) {
+      const e = err instanceof OngridError ? err : new OngridError("internal", "the diagnosis failed unexpectedly; see the manager log");
+      if (!(err instanceof OngridError)) deps.log.error({ err: String(err), session: sessionId }, "diagnosis failed");
+      yield await finish("failed", `${e.code}: ${e.message}`);
+    }
+  }
+
+  return { diagnose };
+}
+
+/** The agent's interface. */
+export type Agent = ReturnType<typeof createAgent>;
+
+/** A tool_result event from an evidence item. */
+export function toolResultEvent(item: EvidenceItem): AgentEvent {
+  return { type: "tool_result", step: item.step, tool: item.tool, success: item.success, content: item.content, deduped: item.deduped, auditSeq: item.auditSeq, ...(item.pendingApproval ? { pendingApproval: item.pendingApproval } : {}) };
+}
+
+/** The deterministic report: what ran, what it returned, what was not checked; no conclusions. */
+export function fallbackReport(text: string, decision: RouteDecision, playbook: Playbook, edgeId: string | undefined, items: readonly EvidenceItem[], skipped: ReadonlyArray<{ tool: string; reason: string }>): string {
+  const lines = [
+    `# Diagnosis report`,
+    ``,
+    `- Incident: ${redactString(text.trim()).slice(0, 500)}`,
+    `- Playbook: ${playbook.name} (${playbook.displayName}); routed by ${decision.path}${decision.fallbackCause ? ` (${decision.fallbackCause})` : ""}: ${decision.reason}`,
+    `- Path: fallback steps — no model is configured, so the playbook's fallback steps ran as written and nothing below is interpreted or invented.`,
+    `- Edge: ${edgeId ?? "none"}`,
+    ``,
+    `## Evidence`,
+  ];
+  if (!items.length) lines.push("", "No step ran.");
+  for (const e of items) {
+    lines.push("", `### ${e.step}. ${e.tool}${e.edgeId ? ` on ${e.edgeId}` : ""} — ${e.pendingApproval ? `waiting for approval ${e.pendingApproval}` : e.success ? "ok" : "failed"}${e.deduped ? " (same as an earlier step)" : ""} (audit #${e.auditSeq})`, "", "```", e.content, "```");
+  }
+  lines.push("", "## Not checked");
+  if (!skipped.length) lines.push("", "Every fallback step ran.");
+  for (const s of skipped) lines.push(`- ${s.tool}: ${s.reason}`);
+  lines.push("", "## Next", "", `Read the playbook (\`ongrid playbooks show ${playbook.name}\`) for what these results mean and what to check next; configure a model (model.base_url, model.model) for an interpreted report.`);
+  return lines.join("\n");
+}

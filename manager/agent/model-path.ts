@@ -1,0 +1,203 @@
+/**
+ * The model path of a session (J2): the Planner sees playbook names and descriptions only and
+ * returns a validated plan (a failure uses the playbook's fallback plan); the Executor reads the
+ * chosen playbook with read_skill and calls only the offered tools, bounded in steps and time;
+ * the Verifier, without tools, checks the report against the evidence.
+ */
+import type { Logger } from "pino";
+import type { Playbook } from "../playbooks/parse.ts";
+import type { PlaybookRegistry } from "../playbooks/registry.ts";
+import type { AgentEvent, AgentLimits } from "./diagnose.ts";
+import { toolResultEvent } from "./diagnose.ts";
+import { evidenceText, type createEvidence } from "./evidence.ts";
+import { ModelError, type ChatMessage, type ModelClient, type ModelUsage } from "./llm.ts";
+import type { BridgedTool } from "./tools.ts";
+
+/** The planner's structured answer. */
+export const PLAN_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["selected_skill", "selection_reason", "plan"],
+  properties: {
+    selected_skill: { type: "string", maxLength: 64 },
+    selection_reason: { type: "string", maxLength: 500 },
+    plan: { type: "array", minItems: 1, maxItems: 10, items: { type: "string", minLength: 1, maxLength: 300 } },
+  },
+} as const;
+
+/** The verifier's structured answer. */
+export const VERDICT_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["verdict", "unsupported_claims", "notes"],
+  properties: {
+    verdict: { enum: ["supported", "unsupported_claims"] },
+    unsupported_claims: { type: "array", maxItems: 20, items: { type: "string", maxLength: 500 } },
+    notes: { type: "string", maxLength: 1000 },
+  },
+} as const;
+
+interface Plan {
+  selected_skill: string;
+  selection_reason: string;
+  plan: string[];
+}
+interface Verdict {
+  verdict: "supported" | "unsupported_claims";
+  unsupported_claims: string[];
+  notes: string;
+}
+
+/** What the model path needs from the session. */
+export interface ModelPathInput {
+  model: ModelClient;
+  playbooks: PlaybookRegistry;
+  playbook: Playbook;
+  /** The incident text, redacted. */
+  text: string;
+  edgeId?: string;
+  offered: ReadonlyMap<string, BridgedTool>;
+  evidence: ReturnType<typeof createEvidence>;
+  limits: AgentLimits;
+  deadline: number;
+  signal?: AbortSignal;
+  log: Logger;
+  addUsage(u: ModelUsage): void;
+}
+
+const failure = (err: unknown) => (err instanceof ModelError ? err.failure : err instanceof Error ? err.message : String(err));
+
+/** Runs planner, executor and verifier, yielding the session's events. */
+export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEvent> {
+  // Planner: metadata only (names and descriptions), never bodies or tools.
+  let playbook = o.playbook;
+  const menu = [...o.playbooks.current().playbooks.values()].map((p) => `- ${p.name}: ${p.description}`).join("\n");
+  let steps: string[];
+  try {
+    const res = await o.model.structured<Plan>({
+      schemaName: "diagnosis_plan",
+      schema: PLAN_SCHEMA as unknown as Record<string, unknown>,
+      signal: o.signal,
+      messages: [
+        { role: "system", content: "You are the planner of an SRE diagnosis agent. Choose the playbook (selected_skill, from the list) and write an ordered plan of evidence to collect: short steps, most informative first. You cannot run tools; the executor will." },
+        { role: "system", content: `Playbooks:\n${menu}\n\nThe router chose: ${o.playbook.name}.` },
+        { role: "user", content: `Incident:\n<<<\n${o.text}\n>>>` },
+      ],
+    });
+    o.addUsage(res.usage);
+    const chosen = o.playbooks.get(res.value.selected_skill);
+    if (chosen) playbook = chosen;
+    steps = res.value.plan;
+    yield { type: "plan", source: "planner", steps, reason: `${playbook.name}: ${res.value.selection_reason}${chosen ? "" : ` (the planner named "${res.value.selected_skill.slice(0, 64)}", not a playbook; the router's choice stays)`}` };
+  } catch (err) {
+    if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
+    steps = playbook.fallbackSteps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
+    yield { type: "plan", source: "fallback_plan", steps, reason: `planner failed (${failure(err)}): ${playbook.name}'s fallback steps are the plan` };
+  }
+
+  // Executor: reads the playbook first (a real, audited read_skill call), then calls offered tools.
+  const tools = [...o.offered.values()].map((t) => t.tool);
+  const messages: ChatMessage[] = [
+    {
+      role: "system",
+      content: [
+        "You are the executor of an SRE diagnosis agent. Collect evidence with the tools, then write the report.",
+        `Playbook: ${playbook.name}. Follow its recommended tool order and stop conditions.`,
+        o.edgeId ? `Host tools run on edge_id "${o.edgeId}" unless the incident names another edge.` : "No edge is selected: use manager tools, or host tools on an edge the tool lists.",
+        `At most ${o.limits.maxSteps} tool calls. Never invent output: cite only what a tool returned, by step number [n]. If a tool fails, say so. Long outputs reach you condensed.`,
+        "When done, answer without tool calls with the report in Markdown: Summary, Evidence (with [n]), Root cause and confidence, Next actions, Not checked.",
+        `Plan:\n${steps.map((s, i) => `${i + 1}. ${s}`).join("\n")}`,
+      ].join("\n"),
+    },
+    { role: "user", content: `Incident:\n<<<\n${o.text}\n>>>` },
+  ];
+  const read = await o.evidence.call("read_skill", JSON.stringify({ skill_name: playbook.name }));
+  yield { type: "tool_call", step: read.step, tool: "read_skill", args: { skill_name: playbook.name } };
+  yield toolResultEvent(read);
+  messages.push({ role: "assistant", content: null, tool_calls: [{ id: "call_read_skill", name: "read_skill", arguments: JSON.stringify({ skill_name: playbook.name }) }] }, { role: "tool", tool_call_id: "call_read_skill", content: read.content });
+
+  let report = "";
+  let calls = 0;
+  let graceTurns = 0;
+  let stopped = "";
+  for (let turn = 0; ; turn++) {
+    const remaining = o.deadline - Date.now();
+    if (remaining <= 0) {
+      stopped = "the time bound (agent.max_duration) was reached";
+      break;
+    }
+    let res;
+    try {
+      res = await o.model.chat({ messages, tools, toolChoice: "auto", signal: o.signal, timeoutMs: Math.max(1000, Math.min(remaining, 120_000)) });
+    } catch (err) {
+      if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
+      stopped = `the model failed (${failure(err)})`;
+      break;
+    }
+    o.addUsage(res.usage);
+    if (!res.toolCalls.length) {
+      report = res.content ?? "";
+      break;
+    }
+    messages.push({ role: "assistant", content: res.content, tool_calls: res.toolCalls });
+    for (const tc of res.toolCalls) {
+      if (calls >= o.limits.maxSteps) {
+        messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify({ success: false, error: { code: "step_limit", message: `the session's ${o.limits.maxSteps} tool calls are used up; write the report now` } }) });
+        continue;
+      }
+      calls++;
+      let args: unknown = tc.arguments;
+      try {
+        args = JSON.parse(tc.arguments);
+      } catch {
+        // Shown as the raw text; the call path refuses it naming the rule.
+      }
+      yield { type: "tool_call", step: o.evidence.items().length + 1, tool: tc.name, args };
+      const item = await o.evidence.call(tc.name, tc.arguments);
+      yield toolResultEvent(item);
+      messages.push({ role: "tool", tool_call_id: tc.id, content: item.content });
+    }
+    // Once the budget is spent the model gets one turn to write the report, then the loop ends.
+    if (calls >= o.limits.maxSteps && graceTurns++ >= 1) {
+      stopped = `the step bound (${o.limits.maxSteps} tool calls, agent.max_steps) was reached`;
+      break;
+    }
+    if (turn >= 2 * o.limits.maxSteps + 2) {
+      stopped = "too many model turns without a report";
+      break;
+    }
+  }
+  if (!report) {
+    // Bounded out: one last turn without tools for the report, else a report of the evidence alone.
+    try {
+      if (Date.now() < o.deadline) {
+        const res = await o.model.chat({ messages: [...messages, { role: "user", content: `Stop collecting: ${stopped}. Write the report now from the evidence above.` }], signal: o.signal, timeoutMs: 30_000 });
+        o.addUsage(res.usage);
+        report = res.content ?? "";
+      }
+    } catch {
+      // Falls through to the evidence-only report.
+    }
+    if (!report) report = `# Diagnosis report\n\nThe session stopped before a report: ${stopped}.\n\n## Evidence\n\n${evidenceText(o.evidence.items())}`;
+    else report = `${report}\n\n_Stopped early: ${stopped}._`;
+  }
+  yield { type: "report", path: "model", markdown: report };
+
+  // Verifier: isolated (no tools, no conversation), sees only the report and the evidence.
+  try {
+    const res = await o.model.structured<Verdict>({
+      schemaName: "verdict",
+      schema: VERDICT_SCHEMA as unknown as Record<string, unknown>,
+      signal: o.signal,
+      messages: [
+        { role: "system", content: "You verify an SRE diagnosis report. List every claim about the systems that no evidence item supports (unsupported_claims); verdict is supported only when there is none. Do not judge style." },
+        { role: "user", content: `Report:\n<<<\n${report}\n>>>\n\nEvidence:\n<<<\n${evidenceText(o.evidence.items())}\n>>>` },
+      ],
+    });
+    o.addUsage(res.usage);
+    yield { type: "verdict", verdict: res.value.verdict, unsupported: res.value.unsupported_claims, notes: res.value.notes };
+  } catch (err) {
+    if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
+    yield { type: "verdict", verdict: "not_verified", unsupported: [], notes: `the verifier failed (${failure(err)}); read the report against the evidence yourself` };
+  }
+}
