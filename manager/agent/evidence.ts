@@ -8,6 +8,7 @@ import type { Caller, Dispatcher } from "../dispatch/dispatch.ts";
 import type { PermissionMode } from "../gate/gate.ts";
 import { callTool, type ToolCallOutput } from "./call.ts";
 import type { BridgedTool } from "./tools.ts";
+import { GUIDANCE_CATEGORY } from "../builtin/read-skill.ts";
 
 /** Tool outputs longer than this reach the model condensed. */
 export const CONDENSE_ABOVE_CHARS = 4000;
@@ -61,7 +62,9 @@ export function createEvidence(o: {
       return item;
     }
     const out: ToolCallOutput = await callTool(o.dispatcher, o.user, o.offered, { name, argumentsJson, sessionId: o.sessionId, mode: o.mode, playbook: o.playbook, signal: o.signal });
-    const content = out.content.length > CONDENSE_ABOVE_CHARS ? o.condense(out.content) : out.content;
+    // Guidance (read_skill's playbook) is read whole; evidence is condensed when long.
+    const guidance = o.offered.get(name)?.skill.meta.category === GUIDANCE_CATEGORY;
+    const content = !guidance && out.content.length > CONDENSE_ABOVE_CHARS ? o.condense(out.content) : out.content;
     const item: EvidenceItem = {
       step: items.length + 1,
       tool: name,

@@ -1,0 +1,208 @@
+/** The diagnosis agent through a real manager, a compiled edge and a scripted OpenAI-protocol model. */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { startEdge, type TestEdge } from "./support/edge.ts";
+import { bearer, makeUser } from "./support/auth.ts";
+import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
+import { runOngrid } from "./support/cli.ts";
+
+let m: TestManager;
+let edge: TestEdge;
+let model: ScriptedModel;
+let dir: string;
+let logFile: string;
+let bigLog: string;
+
+type Ev = { type: string; sessionId: string; data: Record<string, any> };
+
+/** A responder that answers the router, planner and verifier by schema name and executor turns from a queue. */
+function script(o: { route?: Reply; plan?: Reply; verdict?: Reply; turns: Reply[] }) {
+  const turns = [...o.turns];
+  return (body: any): Reply => {
+    const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
+    if (schema === "route_choice") return o.route ?? { json: { is_oncall: true, skill_name: "host_resource_diagnosis", confidence: 0.9, reason: "load" } };
+    if (schema === "diagnosis_plan") return o.plan ?? { json: { selected_skill: "host_resource_diagnosis", selection_reason: "cpu and logs", plan: ["check load", "read the app log"] } };
+    if (schema === "verdict") return o.verdict ?? { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
+    return turns.shift() ?? { content: "# Report\n\nNothing more." };
+  };
+}
+
+async function diagnose(token: string, text: string, edgeId = "agent-edge"): Promise<Ev[]> {
+  const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
+  const out: Ev[] = [];
+  for await (const ev of client.diagnose({ text, edgeId })) out.push({ type: ev.type, sessionId: ev.sessionId, data: (ev.data ?? {}) as Record<string, any> });
+  return out;
+}
+
+/** The script the model follows now; each test sets it. */
+let current: (body: any) => Reply = () => ({ status: 500, error: { message: "no script set" } });
+const use = (f: (body: any) => Reply) => {
+  current = f;
+};
+
+/** Executor requests (those offering tools) the model received, in order. */
+const executorRequests = () => model.requests.filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "ongrid-agent-"));
+  logFile = join(dir, "app.log");
+  writeFileSync(logFile, "2026-12-01T10:00:00Z INFO started\n2026-12-01T10:05:00Z ERROR worker 3 ran out of memory\n");
+  bigLog = join(dir, "big.log");
+  const line = (i: number) => `2026-12-01T10:${String(i % 60).padStart(2, "0")}:00Z INFO request id=${i} served in ${i % 97} ms ${"x".repeat(900)}`;
+  writeFileSync(bigLog, Array.from({ length: 5200 }, (_, i) => (i === 5100 ? "2026-12-01T11:00:00Z ERROR disk quota exceeded on /data" : line(i))).join("\n") + "\n");
+  model = await startScriptedModel(Array.from({ length: 1000 }, () => (body: any) => current(body)));
+  m = await bootManager({
+    "model.base_url": model.url,
+    "model.model": "agent-test",
+    "model.max_retries": 0,
+    "model.timeout": "5s",
+    "agent.max_steps": 4,
+    // Large enough that a multi-megabyte tail_file result arrives whole and only analyze_output shrinks it.
+    "skills.output_cap_bytes": 8 * 1024 * 1024,
+    "tunnel.max_frame_bytes": 16 * 1024 * 1024,
+  });
+  edge = await startEdge(m, "agent-edge", { roots: [dir], args: ["--output-cap", String(8 * 1024 * 1024)] });
+}, 90_000);
+afterAll(async () => {
+  await edge?.stop();
+  await m?.stop();
+  await model?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("a session with a model", () => {
+  it("routes, plans, reads the playbook, calls host_load and tail_file on the edge, reports and verifies; all audited as system", async () => {
+    use(script({
+          turns: [
+            { toolCalls: [{ name: "host_load", arguments: { edge_id: "agent-edge" } }, { name: "tail_file", arguments: { edge_id: "agent-edge", path: logFile, lines: 50 } }] },
+            { content: "# Report\n\nWorker 3 ran out of memory [3]; load is shown in [2]." },
+          ],
+        }));
+    const before = model.requests.length;
+    const events = await diagnose(await makeUser(m, "olga", "operator"), "app on agent-edge is slow, workers die");
+    const types = events.map((e) => e.type);
+    expect(types[0]).toBe("session");
+    expect(types.at(-1)).toBe("done");
+    expect(types).toEqual(expect.arrayContaining(["route", "plan", "tool_call", "tool_result", "report", "verdict"]));
+    const done = events.at(-1)!.data;
+    expect(done.status).toBe("done");
+    expect(done.usage.totalTokens).toBeGreaterThan(0);
+    const results = events.filter((e) => e.type === "tool_result").map((e) => `${e.data.tool}:${e.data.success}`);
+    expect(results).toEqual(["read_skill:true", "host_load:true", "tail_file:true"]);
+    expect(events.find((e) => e.type === "plan")!.data.source).toBe("planner");
+    expect(events.find((e) => e.type === "report")!.data.markdown).toContain("ran out of memory [3]");
+    expect(events.find((e) => e.type === "verdict")!.data.verdict).toBe("supported");
+
+    // The model saw the tail_file output; the tools it was offered follow the gate (NORMAL: no restart_service).
+    const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
+    const offered = exec[0].body.tools.map((t: any) => t.function.name);
+    expect(offered).toEqual(expect.arrayContaining(["host_load", "tail_file", "read_skill"]));
+    expect(offered).not.toContain("restart_service");
+    expect(JSON.stringify(exec[1].body.messages)).toContain("worker 3 ran out of memory");
+    // The playbook read by read_skill reaches the executor whole (guidance is never condensed).
+    const playbookMessage = exec[0].body.messages.find((x: any) => x.role === "tool" && x.tool_call_id === "call_read_skill");
+    expect(playbookMessage.content).not.toContain("[condensed");
+    expect(JSON.parse(playbookMessage.content).output.body).toContain("## Report format");
+    // The verifier saw report and evidence, and no tools.
+    const verifier = model.requests.slice(before).find((r) => r.body.response_format?.json_schema?.name === "verdict")!;
+    expect(verifier.body.tools).toBeUndefined();
+    expect(JSON.stringify(verifier.body.messages)).toContain("tail_file on agent-edge ok");
+
+    const sessionId = events[0].data.sessionId;
+    await m.audit.flush();
+    const rows = (await m.audit.list({ sessionId })).map((r) => `${r.toolName}|${r.callerUserId}|${r.callerRole}`);
+    expect(rows).toEqual(["read_skill|0|system", "host_load|0|system", "tail_file|0|system"]);
+  });
+
+  it("refuses a tool the model was not offered and feeds the refusal back; a repeated identical call is answered once", async () => {
+    use(script({
+          turns: [
+            { toolCalls: [{ name: "restart_service", arguments: { edge_id: "agent-edge", unit: "nginx" } }] },
+            { toolCalls: [{ name: "host_load", arguments: { edge_id: "agent-edge" } }] },
+            { toolCalls: [{ name: "host_load", arguments: { edge_id: "agent-edge" } }] },
+            { content: "# Report\n\nLoad checked [3]." },
+          ],
+        }));
+    const before = model.requests.length;
+    const events = await diagnose(await makeUser(m, "omar", "operator"), "host is slow");
+    const results = events.filter((e) => e.type === "tool_result");
+    expect(results.map((e) => `${e.data.tool}:${e.data.success}:${e.data.deduped}`)).toEqual(["read_skill:true:false", "restart_service:false:false", "host_load:true:false", "host_load:true:true"]);
+    const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
+    const fed = exec[1].body.messages.filter((x: any) => x.role === "tool").map((x: any) => JSON.parse(x.content));
+    expect(fed.at(-1)).toMatchObject({ success: false, error: { code: "permission_denied", message: 'tool "restart_service" was not offered to this session' } });
+    await m.audit.flush();
+    const rows = await m.audit.list({ sessionId: events[0].data.sessionId });
+    expect(rows.filter((r) => r.toolName === "host_load")).toHaveLength(1);
+    expect(rows.find((r) => r.toolName === "restart_service")!.error).toContain("was not offered");
+  });
+
+  it("ends a looping model at the step bound, and the verifier's unsupported claims are reported", async () => {
+    let n = 0;
+    const loop: Reply[] = Array.from({ length: 20 }, () => ({ toolCalls: [{ name: "host_processes", arguments: { edge_id: "agent-edge", limit: ++n } }] }));
+    use(script({ turns: loop, verdict: { json: { verdict: "unsupported_claims", unsupported_claims: ["the disk is full"], notes: "no disk evidence" } } }));
+    const events = await diagnose(await makeUser(m, "oscar", "operator"), "host is slow");
+    const calls = events.filter((e) => e.type === "tool_result" && e.data.tool === "host_processes");
+    expect(calls).toHaveLength(4); // agent.max_steps
+    const report = events.find((e) => e.type === "report")!.data.markdown as string;
+    expect(report).toMatch(/step bound \(4 tool calls, agent\.max_steps\)/);
+    expect(events.find((e) => e.type === "verdict")!.data).toMatchObject({ verdict: "unsupported_claims", unsupported: ["the disk is full"] });
+    expect(events.at(-1)!.data.status).toBe("done");
+  });
+
+  it("uses the playbook's fallback plan when the planner fails", async () => {
+    use(script({ plan: { status: 500, error: { message: "planner down" } }, turns: [{ content: "# Report\n\nno evidence needed" }] }));
+    const events = await diagnose(await makeUser(m, "opal", "operator"), "host is slow");
+    const plan = events.find((e) => e.type === "plan")!.data;
+    expect(plan.source).toBe("fallback_plan");
+    expect(plan.reason).toContain("planner failed (http_error)");
+    expect(plan.steps[0]).toMatch(/^host_load/);
+  });
+
+  it("a 5 MB log reaches the model only in the condensed form", async () => {
+    use(script({ turns: [{ toolCalls: [{ name: "tail_file", arguments: { edge_id: "agent-edge", path: bigLog, lines: 5000 } }] }, { content: "# Report\n\nDisk quota [2]." }] }));
+    const before = model.requests.length;
+    const events = await diagnose(await makeUser(m, "olaf", "operator"), "app log is huge, what failed?");
+    const result = events.find((e) => e.type === "tool_result" && e.data.tool === "tail_file")!.data;
+    expect(result.success).toBe(true);
+    expect(result.content.startsWith("[condensed by analyze_output]")).toBe(true);
+    // What the edge returned was megabytes: the condensed header counts them.
+    expect(Number(/^(\d+) bytes/m.exec(result.content)![1])).toBeGreaterThan(3_000_000);
+    const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
+    const toolMessage = exec[1].body.messages.at(-1);
+    expect(toolMessage.role).toBe("tool");
+    expect(toolMessage.content.length).toBeLessThan(5000);
+    expect(toolMessage.content).toContain("disk quota exceeded");
+    expect(JSON.stringify(exec[1].body).length).toBeLessThan(200_000);
+  });
+});
+
+describe("offline", () => {
+  it("`ongrid diagnose` with no model runs the fallback steps on the edge and prints a report", async () => {
+    const off = await bootManager();
+    const offEdge = await startEdge(off, "web-1");
+    try {
+      const r = await runOngrid(["diagnose", "--manager", off.url, "disk full on web-1"], { ONGRID_TOKEN: off.adminToken });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain("route: host_resource_diagnosis (rules, not_configured)");
+      expect(r.stderr).toContain("plan (fallback_steps)");
+      expect(r.stdout).toContain("# Diagnosis report");
+      expect(r.stdout).toContain("Path: fallback steps — no model is configured");
+      expect(r.stdout).toMatch(/### 1\. host_load on web-1 — ok/);
+      expect(r.stdout).toContain("## Not checked");
+      expect(r.stdout).toMatch(/host_files: the input names no \{\{path\}\}/);
+      const sessions = await off.database.db.execute("select path, status, skill_name, tool_calls from agent_sessions" as never);
+      const rows = ((sessions as any).rows ?? sessions) as Array<Record<string, unknown>>;
+      expect(rows).toEqual([{ path: "fallback", status: "done", skill_name: "host_resource_diagnosis", tool_calls: expect.any(Number) }]);
+      expect(Number(rows[0].tool_calls)).toBeGreaterThanOrEqual(4);
+    } finally {
+      await offEdge.stop();
+      await off.stop();
+    }
+  });
+});
