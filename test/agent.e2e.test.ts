@@ -6,8 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
+import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
+import { defineSkill } from "../skill/define.ts";
+import { mkdirSync } from "node:fs";
 import { bootManager, type TestManager } from "./support/manager.ts";
-import { startEdge, type TestEdge } from "./support/edge.ts";
+import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
 import { runOngrid } from "./support/cli.ts";
@@ -33,16 +36,16 @@ function script(o: { route?: Reply; plan?: Reply; verdict?: Reply; turns: Reply[
   };
 }
 
-async function diagnose(token: string, text: string, edgeId = "agent-edge"): Promise<Ev[]> {
-  const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
+async function diagnose(token: string, text: string, edgeId = "agent-edge", opts: { waitForApproval?: boolean; url?: string } = {}): Promise<Ev[]> {
+  const client = createClient(AgentService, createConnectTransport({ baseUrl: opts.url ?? m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
   const out: Ev[] = [];
-  for await (const ev of client.diagnose({ text, edgeId })) out.push({ type: ev.type, sessionId: ev.sessionId, data: (ev.data ?? {}) as Record<string, any> });
+  for await (const ev of client.diagnose({ text, edgeId, waitForApproval: opts.waitForApproval })) out.push({ type: ev.type, sessionId: ev.sessionId, data: (ev.data ?? {}) as Record<string, any> });
   return out;
 }
 
 /** The script the model follows now; each test sets it. */
-let current: (body: any) => Reply = () => ({ status: 500, error: { message: "no script set" } });
-const use = (f: (body: any) => Reply) => {
+let current: (body: any) => Reply | Promise<Reply> = () => ({ status: 500, error: { message: "no script set" } });
+const use = (f: (body: any) => Reply | Promise<Reply>) => {
   current = f;
 };
 
@@ -56,6 +59,12 @@ beforeAll(async () => {
   bigLog = join(dir, "big.log");
   const line = (i: number) => `2026-12-01T10:${String(i % 60).padStart(2, "0")}:00Z INFO request id=${i} served in ${i % 97} ms ${"x".repeat(900)}`;
   writeFileSync(bigLog, Array.from({ length: 5200 }, (_, i) => (i === 5100 ? "2026-12-01T11:00:00Z ERROR disk quota exceeded on /data" : line(i))).join("\n") + "\n");
+  // A playbook whose allowed_tools list a mutating manager skill, to show approvals inside a session.
+  mkdirSync(join(dir, "playbooks", "cache_ops"), { recursive: true });
+  writeFileSync(
+    join(dir, "playbooks", "cache_ops", "SKILL.md"),
+    "---\nname: cache_ops\ndescription: cache problems\nallowed_tools: [cache_flush]\n---\n## Trigger conditions\nx\n## Required evidence\nx\n## Recommended tool order\nx\n## Stop conditions\nx\n## Report format\nx\n",
+  );
   model = await startScriptedModel(Array.from({ length: 1000 }, () => (body: any) => current(body)));
   m = await bootManager({
     "model.base_url": model.url,
@@ -66,7 +75,22 @@ beforeAll(async () => {
     // Large enough that a multi-megabyte tail_file result arrives whole and only analyze_output shrinks it.
     "skills.output_cap_bytes": 8 * 1024 * 1024,
     "tunnel.max_frame_bytes": 16 * 1024 * 1024,
+    "playbooks.dirs": join(dir, "playbooks"),
+    "playbooks.watch": false,
   });
+  m.registry.register(
+    defineSkill({
+      key: "cache_flush",
+      name: "Flush cache",
+      description: "Flush the cache. Use when a test says so.",
+      class: "mutating",
+      scope: "manager",
+      params: {},
+      async execute() {
+        return { flushed: true };
+      },
+    }),
+  );
   edge = await startEdge(m, "agent-edge", { roots: [dir], args: ["--output-cap", String(8 * 1024 * 1024)] });
 }, 90_000);
 afterAll(async () => {
@@ -179,6 +203,69 @@ describe("a session with a model", () => {
     expect(toolMessage.content.length).toBeLessThan(5000);
     expect(toolMessage.content).toContain("disk quota exceeded");
     expect(JSON.stringify(exec[1].body).length).toBeLessThan(200_000);
+  });
+});
+
+describe("approvals and bounds", () => {
+  const cacheScript = () =>
+    script({
+      route: { json: { is_oncall: true, skill_name: "cache_ops", confidence: 0.9, reason: "cache" } },
+      plan: { json: { selected_skill: "cache_ops", selection_reason: "cache", plan: ["flush"] } },
+      turns: [{ toolCalls: [{ name: "cache_flush", arguments: {} }] }, { content: "# Report\n\nFlush requested [2]." }],
+    });
+
+  it("without waiting, the model is told a mutating call is pending and has not run", async () => {
+    use(cacheScript());
+    const before = model.requests.length;
+    const events = await diagnose(await makeUser(m, "pia", "operator"), "cache is stale");
+    const r = events.find((e) => e.type === "tool_result" && e.data.tool === "cache_flush")!.data;
+    expect(r.success).toBe(false);
+    expect(r.pendingApproval).toMatch(/^apr_/);
+    const exec = model.requests.slice(before).filter((x) => Array.isArray(x.body.tools) && x.body.tools.length > 0);
+    expect(JSON.parse(exec[1].body.messages.at(-1).content)).toMatchObject({ success: false, pending_approval: { id: r.pendingApproval } });
+  });
+
+  it("with wait_for_approval the session waits for an approver, then the call runs and the model reads its result", async () => {
+    use(cacheScript());
+    const approvals = createClient(ApprovalService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(await makeUser(m, "bert", "approver"))] }));
+    const earlier = new Set((await approvals.listApprovals({})).approvals.map((a) => a.id));
+    const running = diagnose(await makeUser(m, "pete", "operator"), "cache is stale", "agent-edge", { waitForApproval: true });
+    let id = "";
+    expect(
+      await waitFor(async () => {
+        const pending = (await approvals.listApprovals({})).approvals.find((a) => a.key === "cache_flush" && a.state === ApprovalState.PENDING && !earlier.has(a.id));
+        id = pending?.id ?? "";
+        return Boolean(id);
+      }, 20_000),
+    ).toBe(true);
+    await approvals.approve({ id });
+    const events = await running;
+    const r = events.find((e) => e.type === "tool_result" && e.data.tool === "cache_flush")!.data;
+    expect(r.success).toBe(true);
+    expect(JSON.parse(r.content)).toMatchObject({ success: true, output: { flushed: true } });
+  });
+
+  it("the time bound ends a slow, looping model with a report of what it has", async () => {
+    const slow = await bootManager({ "model.base_url": model.url, "model.model": "agent-test", "model.max_retries": 0, "agent.max_duration": "1500ms" });
+    try {
+      let n = 0;
+      const base = script({ turns: [] });
+      use((body: any) => {
+        if (Array.isArray(body.tools) && body.tools.length > 0) {
+          n++;
+          const reply: Reply = { toolCalls: [{ name: "read_skill", arguments: { skill_name: n % 2 ? "generic_oncall" : "network_diagnosis" } }] };
+          return new Promise<Reply>((r) => setTimeout(() => r(reply), 600));
+        }
+        return base(body);
+      });
+      const events = await diagnose(slow.adminToken, "something is wrong with prod", "", { url: slow.url });
+      const report = events.find((e) => e.type === "report")!.data.markdown as string;
+      expect(report).toContain("time bound (agent.max_duration)");
+      expect(events.at(-1)!.data.status).toBe("done");
+      expect(n).toBeLessThan(6);
+    } finally {
+      await slow.stop();
+    }
   });
 });
 

@@ -24,6 +24,8 @@ export interface ToolCallInput {
   playbook?: string;
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** A call that needs approval waits until it ran (or was denied or expired, or the signal fired) instead of returning pending. */
+  waitForApproval?: boolean;
 }
 
 /** What comes back; `content` is what the model is given as the tool message. */
@@ -65,7 +67,7 @@ export async function callTool(dispatcher: Pick<Dispatcher, "execute" | "refuse"
     edgeId = typeof edge_id === "string" ? edge_id : undefined;
     args = rest;
   }
-  const input = { key: call.name, params: args, paramsJson, edgeId, sessionId: call.sessionId, caller, mode: call.mode, playbook: call.playbook, timeoutMs: call.timeoutMs, signal: call.signal, waitForApproval: false };
+  const input = { key: call.name, params: args, paramsJson, edgeId, sessionId: call.sessionId, caller, mode: call.mode, playbook: call.playbook, timeoutMs: call.timeoutMs, signal: call.signal, waitForApproval: Boolean(call.waitForApproval) };
   try {
     if (!tool) {
       await dispatcher.refuse(

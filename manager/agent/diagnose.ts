@@ -63,6 +63,8 @@ export interface DiagnoseInput {
   edgeId?: string;
   mode?: PermissionMode;
   signal?: AbortSignal;
+  /** A tool call that needs approval waits for it (bounded by the session's time) instead of telling the model it has not run. */
+  waitForApproval?: boolean;
 }
 
 /** Condenses a long tool message deterministically (analyze_output's first stage). */
@@ -106,8 +108,10 @@ export function createAgent(deps: AgentDeps) {
       const playbook = deps.playbooks.get(decision.skillName) ?? deps.playbooks.get("generic_oncall")!;
       const agentCaller = systemCaller(input.user);
       const offered = new Map(bridgeTools(deps, { caller: agentCaller, mode: input.mode, playbook: playbook.name }).map((t) => [t.skill.meta.key, t]));
-      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: condenseContent, signal: input.signal });
       const deadline = Date.now() + deps.limits.maxDurationMs;
+      // The session's time bound also ends a wait for approval.
+      const bounded = AbortSignal.any([...(input.signal ? [input.signal] : []), AbortSignal.timeout(deps.limits.maxDurationMs)]);
+      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
 
       if (deps.model) {
         const model = runModelPath({ model: deps.model, playbooks: deps.playbooks, playbook, text: redactString(input.text.trim()), edgeId, offered, evidence, limits: deps.limits, deadline, signal: input.signal, log: deps.log, addUsage });

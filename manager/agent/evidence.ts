@@ -41,6 +41,7 @@ export function createEvidence(o: {
   playbook?: string;
   condense: Condenser;
   signal?: AbortSignal;
+  waitForApproval?: boolean;
 }) {
   const items: EvidenceItem[] = [];
   const seen = new Map<string, EvidenceItem>();
@@ -61,7 +62,7 @@ export function createEvidence(o: {
       items.push(item);
       return item;
     }
-    const out: ToolCallOutput = await callTool(o.dispatcher, o.user, o.offered, { name, argumentsJson, sessionId: o.sessionId, mode: o.mode, playbook: o.playbook, signal: o.signal });
+    const out: ToolCallOutput = await callTool(o.dispatcher, o.user, o.offered, { name, argumentsJson, sessionId: o.sessionId, mode: o.mode, playbook: o.playbook, signal: o.signal, waitForApproval: o.waitForApproval });
     // Guidance (read_skill's playbook) is read whole; evidence is condensed when long.
     const guidance = o.offered.get(name)?.skill.meta.category === GUIDANCE_CATEGORY;
     const content = !guidance && out.content.length > CONDENSE_ABOVE_CHARS ? o.condense(out.content) : out.content;

@@ -36,8 +36,9 @@ export function diagnoseCommand(): Command {
   )
     .option("--edge <id>", "the edge to diagnose (default: the only online edge)")
     .option("--mode <mode>", "permission mode of the tool calls: READ_ONLY, NORMAL, ASK_DESTRUCTIVE")
+    .option("--wait", "a tool call that needs approval waits for the approvers (within agent.max_duration) instead of going on without it")
     .option("--json", "print every event as a JSON line on stdout")
-    .action(async (words: string[], opts: CoreOptions & { edge?: string; mode?: string }) => {
+    .action(async (words: string[], opts: CoreOptions & { edge?: string; mode?: string; wait?: boolean }) => {
       const mode = opts.mode?.toUpperCase();
       if (mode && !MODES.includes(mode)) flagError("--mode", `must be one of ${MODES.join(", ")}, got "${opts.mode}"`);
       const url = managerUrl(opts) ?? `http://127.0.0.1:${cliConfig(opts).server.port}`;
@@ -45,6 +46,7 @@ export function diagnoseCommand(): Command {
         text: words.join(" "),
         edgeId: opts.edge ?? "",
         permissionMode: mode ? PermissionMode[mode as keyof typeof PermissionMode] : PermissionMode.UNSPECIFIED,
+        waitForApproval: Boolean(opts.wait),
       });
       for await (const ev of stream) {
         const d = (ev.data ?? {}) as Record<string, any>;

@@ -18,7 +18,7 @@ export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; di
     async *diagnose(req, ctx) {
       const user = callerOf(ctx);
       let sessionId = "";
-      for await (const ev of deps.agent.diagnose({ text: req.text, user, edgeId: req.edgeId || undefined, mode: modeFromProto(req.permissionMode), signal: ctx.signal })) {
+      for await (const ev of deps.agent.diagnose({ text: req.text, user, edgeId: req.edgeId || undefined, mode: modeFromProto(req.permissionMode), waitForApproval: req.waitForApproval, signal: ctx.signal })) {
         if (ev.type === "session") sessionId = ev.sessionId;
         const { type, ...rest } = ev;
         yield { sessionId, type, data: JSON.parse(JSON.stringify(rest)) as never };
