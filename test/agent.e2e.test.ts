@@ -32,6 +32,7 @@ function script(o: { route?: Reply; plan?: Reply; verdict?: Reply; turns: Reply[
     if (schema === "route_choice") return o.route ?? { json: { is_oncall: true, skill_name: "host_resource_diagnosis", confidence: 0.9, reason: "load" } };
     if (schema === "diagnosis_plan") return o.plan ?? { json: { selected_skill: "host_resource_diagnosis", selection_reason: "cpu and logs", plan: ["check load", "read the app log"] } };
     if (schema === "verdict") return o.verdict ?? { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
+    if (String(body.messages?.[0]?.content ?? "").startsWith("Summarise this condensed tool output")) return { content: "MODEL-SUMMARY: one disk quota error at 11:00" };
     return turns.shift() ?? { content: "# Report\n\nNothing more." };
   };
 }
@@ -179,6 +180,22 @@ describe("a session with a model", () => {
     expect(events.at(-1)!.data.status).toBe("done");
   });
 
+  it("lets the executor revise the plan, at most three times", async () => {
+    const replan = (i: number): Reply => ({ toolCalls: [{ name: "update_plan", arguments: { steps: [`new step ${i}`], reason: `evidence ${i}` } }] });
+    use(script({ turns: [replan(1), replan(2), replan(3), replan(4), { toolCalls: [{ name: "update_plan", arguments: { steps: [] , reason: "x" } }] }, { content: "# Report\n\ndone" }] }));
+    const before = model.requests.length;
+    const events = await diagnose(await makeUser(m, "rae", "operator"), "host is slow");
+    const plans = events.filter((e) => e.type === "plan").map((e) => `${e.data.source}:${e.data.steps.join("|")}`);
+    expect(plans).toEqual(["planner:check load|read the app log", "replan:new step 1", "replan:new step 2", "replan:new step 3"]);
+    const exec = model.requests.slice(before).filter((x) => Array.isArray(x.body.tools) && x.body.tools.length > 0);
+    expect(exec[0].body.tools.map((t: any) => t.function.name)).toContain("update_plan");
+    const fed = exec.at(-1)!.body.messages.filter((x: any) => x.role === "tool").slice(-2).map((x: any) => JSON.parse(x.content).error?.code);
+    expect(fed).toEqual(["replan_limit", "replan_limit"]);
+    // Replans are the agent's own: no audit row.
+    await m.audit.flush();
+    expect((await m.audit.list({ sessionId: events[0].data.sessionId })).map((r) => r.toolName)).toEqual(["read_skill"]);
+  });
+
   it("uses the playbook's fallback plan when the planner fails", async () => {
     use(script({ plan: { status: 500, error: { message: "planner down" } }, turns: [{ content: "# Report\n\nno evidence needed" }] }));
     const events = await diagnose(await makeUser(m, "opal", "operator"), "host is slow");
@@ -202,6 +219,8 @@ describe("a session with a model", () => {
     expect(toolMessage.role).toBe("tool");
     expect(toolMessage.content.length).toBeLessThan(5000);
     expect(toolMessage.content).toContain("disk quota exceeded");
+    // Second stage: the model's summary of the digest rides under it.
+    expect(toolMessage.content).toContain("[model summary of the digest]\nMODEL-SUMMARY: one disk quota error at 11:00");
     expect(JSON.stringify(exec[1].body).length).toBeLessThan(200_000);
   });
 });

@@ -19,7 +19,7 @@ import type { Hub } from "../tunnel/hub.ts";
 import { systemCaller } from "./call.ts";
 import { condense } from "./condense.ts";
 import { createEvidence, type EvidenceItem } from "./evidence.ts";
-import type { ModelClient, ModelUsage } from "./llm.ts";
+import { ModelError, type ModelClient, type ModelUsage } from "./llm.ts";
 import { runModelPath } from "./model-path.ts";
 import type { RouteDecision, Router } from "./router.ts";
 import type { SessionStore } from "./session-store.ts";
@@ -29,7 +29,7 @@ import { bridgeTools } from "./tools.ts";
 export type AgentEvent =
   | { type: "session"; sessionId: string }
   | { type: "route"; decision: RouteDecision }
-  | { type: "plan"; source: "planner" | "fallback_plan" | "fallback_steps"; steps: string[]; reason: string }
+  | { type: "plan"; source: "planner" | "fallback_plan" | "fallback_steps" | "replan"; steps: string[]; reason: string }
   | { type: "tool_call"; step: number; tool: string; args: unknown }
   | { type: "tool_result"; step: number; tool: string; success: boolean; content: string; deduped: boolean; auditSeq: number; pendingApproval?: string }
   | { type: "skipped"; tool: string; reason: string }
@@ -69,6 +69,32 @@ export interface DiagnoseInput {
 
 /** Condenses a long tool message deterministically (analyze_output's first stage). */
 export const condenseContent = (content: string): string => `[condensed by analyze_output]\n${condense(content, { maxChars: 3000 }).summary}`;
+
+/**
+ * analyze_output's second stage (J5): with a model, the deterministic digest is summarised for the
+ * incident in a few lines, kept under the digest; a model failure leaves the digest alone.
+ */
+export function modelCondenser(model: ModelClient, incident: string, addUsage: (u: ModelUsage) => void, signal?: AbortSignal) {
+  return async (content: string): Promise<string> => {
+    const digest = condenseContent(content);
+    try {
+      const res = await model.chat({
+        signal,
+        timeoutMs: 30_000,
+        maxTokens: 400,
+        messages: [
+          { role: "system", content: "Summarise this condensed tool output for an SRE diagnosing the incident: at most 8 lines, facts from the output only (errors, counts, times, numbers), no advice." },
+          { role: "user", content: `Incident: ${incident.slice(0, 500)}\n\nOutput digest:\n${digest}` },
+        ],
+      });
+      addUsage(res.usage);
+      return res.content ? `${digest}\n\n[model summary of the digest]\n${res.content.trim()}` : digest;
+    } catch (err) {
+      if (err instanceof ModelError && err.usage) addUsage(err.usage);
+      return digest;
+    }
+  };
+}
 
 /** Creates the agent. */
 export function createAgent(deps: AgentDeps) {
@@ -111,7 +137,7 @@ export function createAgent(deps: AgentDeps) {
       const deadline = Date.now() + deps.limits.maxDurationMs;
       // The session's time bound also ends a wait for approval.
       const bounded = AbortSignal.any([...(input.signal ? [input.signal] : []), AbortSignal.timeout(deps.limits.maxDurationMs)]);
-      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
+      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: deps.model ? modelCondenser(deps.model, redactString(input.text), addUsage, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
 
       if (deps.model) {
         const model = runModelPath({ model: deps.model, playbooks: deps.playbooks, playbook, text: redactString(input.text.trim()), edgeId, offered, evidence, limits: deps.limits, deadline, signal: input.signal, log: deps.log, addUsage });

@@ -29,7 +29,7 @@ export interface EvidenceItem {
 }
 
 /** Condenses a long tool message; the identity when short. */
-export type Condenser = (content: string) => string;
+export type Condenser = (content: string) => string | Promise<string>;
 
 /** Collects evidence for one session and runs its calls. */
 export function createEvidence(o: {
@@ -65,7 +65,7 @@ export function createEvidence(o: {
     const out: ToolCallOutput = await callTool(o.dispatcher, o.user, o.offered, { name, argumentsJson, sessionId: o.sessionId, mode: o.mode, playbook: o.playbook, signal: o.signal, waitForApproval: o.waitForApproval });
     // Guidance (read_skill's playbook) is read whole; evidence is condensed when long.
     const guidance = o.offered.get(name)?.skill.meta.category === GUIDANCE_CATEGORY;
-    const content = !guidance && out.content.length > CONDENSE_ABOVE_CHARS ? o.condense(out.content) : out.content;
+    const content = !guidance && out.content.length > CONDENSE_ABOVE_CHARS ? await o.condense(out.content) : out.content;
     const item: EvidenceItem = {
       step: items.length + 1,
       tool: name,

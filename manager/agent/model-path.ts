@@ -65,6 +65,18 @@ export interface ModelPathInput {
   addUsage(u: ModelUsage): void;
 }
 
+/** The executor's own tool for revising the remaining plan (not a skill, not audited: it changes nothing outside the session). */
+export const UPDATE_PLAN = "update_plan";
+const MAX_REPLANS = 3;
+const UPDATE_PLAN_TOOL = {
+  type: "function" as const,
+  function: {
+    name: UPDATE_PLAN,
+    description: `Replace the remaining plan after what a step showed (at most ${MAX_REPLANS} times a session). Use when the evidence points elsewhere than the plan.`,
+    parameters: { type: "object", additionalProperties: false, required: ["steps", "reason"], properties: { steps: { type: "array", minItems: 1, maxItems: 10, items: { type: "string", maxLength: 300 } }, reason: { type: "string", maxLength: 300 } } },
+  },
+};
+
 const failure = (err: unknown) => (err instanceof ModelError ? err.failure : err instanceof Error ? err.message : String(err));
 
 /** Runs planner, executor and verifier, yielding the session's events. */
@@ -96,7 +108,10 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
   }
 
   // Executor: reads the playbook first (a real, audited read_skill call), then calls offered tools.
+  // update_plan is the agent's own (not a skill): revising the remaining plan, bounded.
   const tools = [...o.offered.values()].map((t) => t.tool);
+  if (!o.offered.has(UPDATE_PLAN)) tools.push(UPDATE_PLAN_TOOL);
+  let replans = 0;
   const messages: ChatMessage[] = [
     {
       role: "system",
@@ -143,6 +158,24 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     for (const tc of res.toolCalls) {
       if (calls >= o.limits.maxSteps) {
         messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify({ success: false, error: { code: "step_limit", message: `the session's ${o.limits.maxSteps} tool calls are used up; write the report now` } }) });
+        continue;
+      }
+      if (tc.name === UPDATE_PLAN && !o.offered.has(UPDATE_PLAN)) {
+        let next: { steps?: unknown; reason?: unknown } = {};
+        try {
+          next = JSON.parse(tc.arguments);
+        } catch {
+          // Refused below.
+        }
+        const ok = Array.isArray(next.steps) && next.steps.length > 0 && next.steps.length <= 10 && next.steps.every((x) => typeof x === "string" && x.length <= 300);
+        if (replans >= MAX_REPLANS || !ok) {
+          messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify({ success: false, error: { code: replans >= MAX_REPLANS ? "replan_limit" : "invalid_argument", message: replans >= MAX_REPLANS ? `the plan may be revised ${MAX_REPLANS} times; continue with it` : "steps: 1 to 10 strings of at most 300 characters (rule: update_plan)" } }) });
+          continue;
+        }
+        replans++;
+        steps = next.steps as string[];
+        yield { type: "plan", source: "replan", steps, reason: typeof next.reason === "string" ? next.reason.slice(0, 300) : "" };
+        messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify({ success: true, output: { plan: steps } }) });
         continue;
       }
       calls++;
