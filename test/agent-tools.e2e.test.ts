@@ -73,8 +73,10 @@ describe("ListTools", () => {
     expect(normal.entries.find((e) => e.name === "cache_flush")!.needsApproval).toBe(true);
     expect(normal.entries.find((e) => e.name === "host_load")!.needsApproval).toBe(false);
 
+    expect(normal.entries.find((e) => e.name === "exec")!.needsApproval).toBe(true); // listed by its worst case
     const readOnly = await names(op, PermissionMode.READ_ONLY);
     expect(readOnly.list).not.toContain("cache_flush"); // a write tool is absent in READ_ONLY
+    expect(readOnly.list).not.toContain("exec"); // so is a shell, whatever a given command would be
     expect(readOnly.list).toContain("host_load");
 
     const ask = await names(op, PermissionMode.ASK_DESTRUCTIVE);
@@ -85,6 +87,7 @@ describe("ListTools", () => {
     expect(net.list).not.toContain("restart_service");
     expect(net.list).not.toContain("cache_flush");
     expect(net.list).toContain("host_files");
+    expect(net.list).not.toContain("exec");
     const svc = await names(op, PermissionMode.ASK_DESTRUCTIVE, "service_diagnosis");
     expect(svc.list).toContain("restart_service");
 

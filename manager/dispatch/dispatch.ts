@@ -276,11 +276,13 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   /**
-   * What the gate would say about offering a skill as a tool (J1): its static class, or safe for a
-   * skill whose risk depends on its params (some calls of it may run); each call is gated again.
+   * What the gate would say about offering a skill as a tool (J1), by its static class: a skill
+   * whose risk depends on its params (exec, pod_execute) is offered only where its worst case
+   * could pass — never in READ_ONLY, never under a playbook that does not list it. Each call is
+   * gated again with its real params.
    */
   function preview(skill: Skill, input: Pick<ExecuteInput, "caller" | "mode" | "whitelist" | "playbook">): PermissionDecision {
-    return gateOf(input, skill, skill.meta.dynamicRisk ? "safe" : skill.meta.class);
+    return gateOf(input, skill, skill.meta.class);
   }
 
   async function executeOnce(input: ExecuteInput): Promise<ExecuteOutput> {
