@@ -6,7 +6,7 @@ import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PermissionMode } from "../proto/gen/ongrid/v1/skill_pb.ts";
-import { defineSkill } from "../skill/define.ts";
+import { cacheFlushSkill } from "./support/skills.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
@@ -32,20 +32,9 @@ async function lastRow() {
 
 beforeAll(async () => {
   m = await bootManager();
-  m.registry.register(
-    defineSkill({
-      key: "cache_flush",
-      name: "Flush cache",
-      description: "Flush the test cache. Use when a test says so.",
-      class: "mutating",
-      scope: "manager",
-      params: {},
-      async execute() {
-        flushed++;
-        return { flushed: true };
-      },
-    }),
-  );
+  m.registry.register(cacheFlushSkill(() => {
+      flushed++;
+    }));
   edge = await startEdge(m, "tools-edge");
 }, 90_000);
 afterAll(async () => {

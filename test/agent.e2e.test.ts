@@ -7,7 +7,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
-import { defineSkill } from "../skill/define.ts";
+import { cacheFlushSkill } from "./support/skills.ts";
 import { mkdirSync } from "node:fs";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
@@ -79,19 +79,7 @@ beforeAll(async () => {
     "playbooks.dirs": join(dir, "playbooks"),
     "playbooks.watch": false,
   });
-  m.registry.register(
-    defineSkill({
-      key: "cache_flush",
-      name: "Flush cache",
-      description: "Flush the cache. Use when a test says so.",
-      class: "mutating",
-      scope: "manager",
-      params: {},
-      async execute() {
-        return { flushed: true };
-      },
-    }),
-  );
+  m.registry.register(cacheFlushSkill());
   edge = await startEdge(m, "agent-edge", { roots: [dir], args: ["--output-cap", String(8 * 1024 * 1024)] });
 }, 90_000);
 afterAll(async () => {

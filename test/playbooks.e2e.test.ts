@@ -10,7 +10,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { PlaybookService, RoutePath } from "../proto/gen/ongrid/v1/playbook_service_pb.ts";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
-import { defineSkill } from "../skill/define.ts";
+import { cacheFlushSkill } from "./support/skills.ts";
 import { BODY_SECTIONS } from "../manager/playbooks/parse.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { bearer, makeUser } from "./support/auth.ts";
@@ -62,20 +62,9 @@ beforeAll(async () => {
     "model.max_retries": 0,
   });
   // A mutating manager skill, to show layer 0 by playbook name.
-  m.registry.register(
-    defineSkill({
-      key: "cache_flush",
-      name: "Flush cache",
-      description: "Flush the test cache. Use when a test says so.",
-      class: "mutating",
-      scope: "manager",
-      params: {},
-      async execute() {
-        ran++;
-        return { flushed: true };
-      },
-    }),
-  );
+  m.registry.register(cacheFlushSkill(() => {
+      ran++;
+    }));
 }, 60_000);
 afterAll(async () => {
   await m?.stop();

@@ -41,7 +41,7 @@ import { readManifest } from "../../skill/pack/manifest.ts";
 import { startScriptedModel, type Reply, type ScriptedModel } from "../../test/support/openai-server.ts";
 import { buildEdge } from "./lib/edge-binary.ts";
 import { alive, sleep, start, stopAll } from "./lib/proc.ts";
-import { infoRow, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
+import { infoRow, ratioRow, table, writeJson, type Row, machineInfo } from "./lib/report.ts";
 import { quantile } from "./lib/stats.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
@@ -385,15 +385,7 @@ async function main(): Promise<number> {
     benchmark: "agent",
     date: new Date().toISOString(),
     duration_s: totalS,
-    machine: {
-      cpus: cpus().length,
-      cpu_model: cpus()[0]?.model,
-      mem_gib: totalmem() / 2 ** 30,
-      node: process.version,
-      platform: `${process.platform}/${process.arch}`,
-      load_average: { before: loadBefore, after: loadAfter },
-      busy,
-    },
+    machine: machineInfo(loadBefore, loadAfter, { busy }),
     params: { sessions: opt.sessions, warmup: opt.warmup, edge_bin: opt.edgeBin ?? "built into a temp dir", target_ratio: TARGET_RATIO, chars_per_token: CHARS_PER_TOKEN, modes: MODES, caller: systemCaller(OPERATOR), incident: INCIDENT, executor_tool_turns: EXECUTOR_TOOL_TURNS, model_calls_per_session: MODEL_CALLS },
     variants: {
       tool_list: "JSON.stringify(bridgeTools({registry, hub, dispatcher}, {caller: systemCaller(operator), mode, playbook}).map(t => t.tool)): the chat request's `tools`",

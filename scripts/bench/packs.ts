@@ -30,7 +30,7 @@ import { runSkill } from "../../skill/run.ts";
 import { runProcess } from "../../skill/subprocess.ts";
 import type { Skill, SkillContext } from "../../skill/types.ts";
 import { validateParams } from "../../skill/validate.ts";
-import { infoRow, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
+import { infoRow, ratioRow, table, writeJson, type Row, machineInfo } from "./lib/report.ts";
 import { timeSequential } from "./lib/round-trip.ts";
 import { median, quantile } from "./lib/stats.ts";
 
@@ -266,15 +266,7 @@ async function main(): Promise<number> {
     benchmark: "packs",
     date: new Date().toISOString(),
     duration_s: totalS,
-    machine: {
-      cpus: cpus().length,
-      cpu_model: cpus()[0]?.model,
-      mem_gib: totalmem() / 2 ** 30,
-      node: process.version,
-      platform: `${process.platform}/${process.arch}`,
-      load_average: { before: loadBefore, after: loadAfter },
-      busy,
-    },
+    machine: machineInfo(loadBefore, loadAfter, { busy }),
     params: { iterations: opt.iterations, warmup: opt.warmup, block: opt.block, target_ratio: TARGET_RATIO, call_timeout_ms: CALL_TIMEOUT_MS, output_cap_bytes: OUTPUT_CAP, stdin_bytes: JSON.stringify({ text: TEXT }).length },
     variants: {
       baseline: "child_process.spawn(exe, args, {cwd: pack dir, env: packEnv(...), stdio: pipe}); params on stdin; stdout read to the end; exit awaited; JSON.parse",

@@ -28,7 +28,7 @@ import { BENCH_SKILL } from "./lib/constants.ts";
 import { buildEdge, nodeStartMs, startEdgeOnce } from "./lib/edge-binary.ts";
 import { attachGc, type GcReading } from "./lib/gc-rss.ts";
 import { fdLimit, settledRss, start, stop, stopAll, waitForLine } from "./lib/proc.ts";
-import { boundRow, infoRow, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
+import { boundRow, infoRow, ratioRow, table, writeJson, type Row, machineInfo } from "./lib/report.ts";
 import { timeSequential, unary } from "./lib/round-trip.ts";
 import { median, quantile } from "./lib/stats.ts";
 import { pool, startWorker } from "./lib/worker.ts";
@@ -302,15 +302,7 @@ async function main(): Promise<number> {
     benchmark: "tunnel",
     date: new Date().toISOString(),
     duration_s: totalS,
-    machine: {
-      cpus: cpus().length,
-      cpu_model: cpus()[0]?.model,
-      mem_gib: totalmem() / 2 ** 30,
-      node: process.version,
-      platform: `${process.platform}/${process.arch}`,
-      open_files: lim,
-      load_average: { before: loadBefore, after: loadAfter },
-    },
+    machine: machineInfo(loadBefore, loadAfter, { open_files: lim }),
     params: { database: databaseUrl ? "postgresql" : "pglite", edges: N, rt_iterations: opt.rtIterations, rt_warmup: warmup, rt_payload_bytes: payloadBytes, fan_out_runs: FAN_OUT_RUNS, edge_starts: EDGE_STARTS },
     units: { KB: "1000 bytes (VmRSS KiB × 1.024)", MB: "10^6 bytes", MiB: "2^20 bytes" },
     metrics: rows,

@@ -1,6 +1,7 @@
 /** The benchmark's output: one row per metric, printed as a table and written as JSON. */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { cpus, totalmem } from "node:os";
 import { round } from "./stats.ts";
 
 /** One measured metric against its baseline and target. */
@@ -51,4 +52,17 @@ export function writeJson(file: string, report: Record<string, unknown>): void {
   mkdirSync(dirname(file), { recursive: true });
   const json = JSON.stringify(report, (_k, v) => (typeof v === "number" ? (Number.isFinite(v) ? round(v) : null) : v), 2);
   writeFileSync(file, json + "\n");
+}
+
+/** The machine a report was measured on, for its JSON: CPUs, memory, Node, platform, load before and after. */
+export function machineInfo(loadBefore: number[], loadAfter: number[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    cpus: cpus().length,
+    cpu_model: cpus()[0]?.model,
+    mem_gib: totalmem() / 2 ** 30,
+    node: process.version,
+    platform: `${process.platform}/${process.arch}`,
+    load_average: { before: loadBefore, after: loadAfter },
+    ...extra,
+  };
 }
