@@ -86,6 +86,25 @@ describe("ListTools", () => {
   });
 });
 
+describe("ListTools for another user", () => {
+  it("an admin sees a user's list with that user's role and reach; others may not ask; unknown users are named", async () => {
+    await makeUser(m, "val", "viewer");
+    await makeUser(m, "zed", "operator", { reach: "zone=elsewhere" });
+    const forVal = await agent(m.adminToken).listTools({ userId: "val" });
+    const valNames = forVal.tools.map((t) => t.name);
+    expect(valNames).toContain("host_load");
+    expect(valNames).not.toContain("cache_flush"); // val is a viewer
+    const forZed = (await agent(m.adminToken).listTools({ userId: "zed" })).tools.map((t) => t.name);
+    expect(forZed).toContain("cache_flush");
+    expect(forZed).not.toContain("host_load"); // tools-edge is outside zed's reach
+    const asOperator = await agent(await makeUser(m, "ozzy", "operator")).listTools({ userId: "val" }).then(() => undefined, (e: unknown) => e);
+    expect((asOperator as ConnectError).code).toBe(Code.PermissionDenied);
+    expect((asOperator as ConnectError).rawMessage).toContain("user_id: only admins may list tools for another user");
+    const unknown = await agent(m.adminToken).listTools({ userId: "nobody" }).then(() => undefined, (e: unknown) => e);
+    expect((unknown as ConnectError).code).toBe(Code.NotFound);
+  });
+});
+
 describe("CallTool", () => {
   it("runs a host tool on the edge as user 0 / role system on behalf of the caller", async () => {
     const out = await agent(await makeUser(m, "omar", "operator")).callTool({ name: "host_load", argumentsJson: JSON.stringify({ edge_id: "tools-edge" }), sessionId: "sess-1" });

@@ -11,9 +11,22 @@ import { approvalToProto } from "./approval-service.ts";
 import { callerOf } from "./caller.ts";
 import { modeFromProto } from "./skill-service.ts";
 import type { Agent } from "../agent/diagnose.ts";
+import type { IdentityStore } from "../identity/store.ts";
+import type { Caller } from "../dispatch/dispatch.ts";
+import { OngridError } from "../../skill/errors.ts";
 
 /** Builds the AgentService implementation. */
-export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; agent: Agent }): ServiceImpl<typeof AgentService> {
+export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; agent: Agent; identity: IdentityStore }): ServiceImpl<typeof AgentService> {
+  /** The user a tool list is for: the caller, or (admins only) the named user with their role and reach. */
+  async function subject(caller: Caller, userId: string): Promise<Caller> {
+    if (!userId || userId === caller.userId) return caller;
+    if (caller.role !== "admin") throw new OngridError("permission_denied", `user_id: only admins may list tools for another user ("${caller.userId}" is ${caller.role})`, "leave user_id empty for your own list");
+    const u = await deps.identity.getUser(userId);
+    if (!u) throw new OngridError("not_found", `unknown user "${userId.slice(0, 64)}"`, "ongrid users list shows the users");
+    if (u.disabledAt) throw new OngridError("failed_precondition", `user "${u.id}" is disabled`);
+    return { userId: u.id, role: u.role, reach: u.reach ? [u.reach] : [] };
+  }
+
   return {
     async *diagnose(req, ctx) {
       const user = callerOf(ctx);
@@ -24,8 +37,8 @@ export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; di
         yield { sessionId, type, data: JSON.parse(JSON.stringify(rest)) as never };
       }
     },
-    listTools(req, ctx) {
-      const user = callerOf(ctx);
+    async listTools(req, ctx) {
+      const user = await subject(callerOf(ctx), req.userId);
       const tools = bridgeTools(deps, { caller: systemCaller(user), mode: modeFromProto(req.permissionMode), playbook: req.playbook || undefined });
       return {
         toolsJson: JSON.stringify(tools.map((t) => t.tool)),
