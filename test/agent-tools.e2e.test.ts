@@ -102,6 +102,9 @@ describe("ListTools for another user", () => {
     expect((asOperator as ConnectError).rawMessage).toContain("user_id: only admins may list tools for another user");
     const unknown = await agent(m.adminToken).listTools({ userId: "nobody" }).then(() => undefined, (e: unknown) => e);
     expect((unknown as ConnectError).code).toBe(Code.NotFound);
+    // An admin whose token is limited keeps that limit when listing for a user who has none.
+    const limitedAdmin = await makeUser(m, "ada", "admin", { tokenReach: "zone=elsewhere" });
+    expect((await agent(limitedAdmin).listTools({ userId: "val" })).tools.map((t) => t.name)).not.toContain("host_load");
   });
 });
 
@@ -140,6 +143,25 @@ describe("CallTool", () => {
     expect(out.approval?.requesterUserId).toBe("0");
     expect(JSON.parse(out.content)).toMatchObject({ success: false, pending_approval: { id: out.approval!.id } });
     expect(flushed).toBe(0);
+  });
+});
+
+describe("CallTool refusals before the call", () => {
+  it("refuses joining another user's agent session, and an unknown playbook; both audited", async () => {
+    const owner = await makeUser(m, "sam", "operator");
+    const sessionId = "ses_e2e_owned_by_sam";
+    await m.database.db.execute(`insert into agent_sessions (id, created_at, updated_at, user_id, input_text, status) values ('${sessionId}', now(), now(), 'sam', 'x', 'done')` as never);
+    const other = agent(await makeUser(m, "tess", "operator"));
+    let err = (await other.callTool({ name: "host_load", argumentsJson: JSON.stringify({ edge_id: "tools-edge" }), sessionId }).then(() => undefined, (e: unknown) => e)) as ConnectError;
+    expect(err.code).toBe(Code.PermissionDenied);
+    expect(err.rawMessage).toContain("is another user's agent session (rule: owner)");
+    expect(await lastRow()).toMatchObject({ toolName: "host_load", callerRole: "system", decision: "" });
+    expect((await lastRow()).error).toContain("another user's agent session");
+    // The owner may.
+    expect((await agent(owner).callTool({ name: "host_load", argumentsJson: JSON.stringify({ edge_id: "tools-edge" }), sessionId })).result?.success).toBe(true);
+    err = (await other.callTool({ name: "host_load", argumentsJson: "{}", playbook: "no_such_playbook" }).then(() => undefined, (e: unknown) => e)) as ConnectError;
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect((await lastRow()).error).toContain('playbook: "no_such_playbook" is not a loaded playbook');
   });
 });
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
@@ -184,6 +184,44 @@ describe("a session with a model", () => {
     expect((await m.audit.list({ sessionId: events[0].data.sessionId })).map((r) => r.toolName)).toEqual(["read_skill"]);
   });
 
+  it("keeps the router's playbook (what the gate enforces) when the planner prefers another, and says so", async () => {
+    use(script({ plan: { json: { selected_skill: "container_diagnosis", selection_reason: "pods?", plan: ["look at pods"] } }, turns: [{ content: "# Report\n\nok" }] }));
+    const events = await diagnose(await makeUser(m, "pam", "operator"), "host is slow");
+    const plan = events.find((e) => e.type === "plan")!.data;
+    expect(plan.reason).toMatch(/^host_resource_diagnosis: pods\? \(the planner preferred "container_diagnosis"; the router's playbook stays in force\)$/);
+    expect(events.find((e) => e.type === "tool_call")!.data.args).toEqual({ skill_name: "host_resource_diagnosis" });
+  });
+
+  it("refuses an edge that is not online in reach before anything runs", async () => {
+    const err = await diagnose(await makeUser(m, "pax", "operator"), "host is slow", "no-such-edge").then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((err as ConnectError).rawMessage).toContain('edge_id: "no-such-edge" is not an online edge in your reach (rule: online)');
+  });
+
+  it("records a session the caller walked away from as failed, not running", async () => {
+    const slowTurn = (): Promise<Reply> => new Promise((r) => setTimeout(() => r({ content: "# Report\n\nlate" }), 1500));
+    const base = script({ turns: [] });
+    use((body: any) => (Array.isArray(body.tools) && body.tools.length > 0 ? slowTurn() : base(body)));
+    const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(await makeUser(m, "quin", "operator"))] }));
+    const abort = new AbortController();
+    let sessionId = "";
+    const run = (async () => {
+      for await (const ev of client.diagnose({ text: "host is slow", edgeId: "agent-edge" }, { signal: abort.signal })) {
+        if (ev.type === "session") sessionId = ev.sessionId;
+        if (ev.type === "tool_result") abort.abort(); // after read_skill, while the executor waits on the model
+      }
+    })().catch(() => {});
+    await run;
+    expect(sessionId).not.toBe("");
+    const status = async () => {
+      const r = (await m.database.db.execute(`select status, error from agent_sessions where id = '${sessionId}'` as never)) as any;
+      return ((r.rows ?? r) as Array<{ status: string; error: string }>)[0];
+    };
+    expect(await waitFor(async () => (await status()).status !== "running", 15_000)).toBe(true);
+    expect(await status()).toEqual({ status: "failed", error: "cancelled: the caller went away" });
+  });
+
   it("uses the playbook's fallback plan when the planner fails", async () => {
     use(script({ plan: { status: 500, error: { message: "planner down" } }, turns: [{ content: "# Report\n\nno evidence needed" }] }));
     const events = await diagnose(await makeUser(m, "opal", "operator"), "host is slow");
@@ -270,6 +308,11 @@ describe("approvals and bounds", () => {
       expect(report).toContain("time bound (agent.max_duration)");
       expect(events.at(-1)!.data.status).toBe("done");
       expect(n).toBeLessThan(6);
+      // A planner that never answers is cut by the same bound (model.timeout alone would be 30 s).
+      use(script({ plan: { hang: true }, turns: [{ content: "# Report\n\nfrom the fallback plan" }] }));
+      const hung = await diagnose(slow.adminToken, "something is wrong with prod", "", { url: slow.url });
+      expect(hung.find((e) => e.type === "plan")!.data.source).toBe("fallback_plan");
+      expect(hung.at(-1)!.data.status).toBe("done");
     } finally {
       await slow.stop();
     }
@@ -294,6 +337,11 @@ describe("offline", () => {
       const rows = ((sessions as any).rows ?? sessions) as Array<Record<string, unknown>>;
       expect(rows).toEqual([{ path: "fallback", status: "done", skill_name: "host_resource_diagnosis", tool_calls: expect.any(Number) }]);
       expect(Number(rows[0].tool_calls)).toBeGreaterThanOrEqual(4);
+      // A token in the incident text never becomes a tool argument.
+      const secret = await runOngrid(["diagnose", "--json", "--manager", off.url, "website down: https://api.example.com/health?access_token=abcdef1234567890 times out"], { ONGRID_TOKEN: off.adminToken });
+      expect(secret.code, secret.stderr).toBe(0);
+      expect(secret.stdout).not.toContain("abcdef1234567890");
+      expect(secret.stdout).toMatch(/"type":"skipped","tool":"probe_http","reason":"the input names no \{\{url\}\}"/);
     } finally {
       await offEdge.stop();
       await off.stop();

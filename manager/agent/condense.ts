@@ -96,7 +96,6 @@ const ERROR_WORDS =
   /\b(?:errors?|err|fatal|panic(?:ked|s)?|exceptions?|traceback|oom(?:[ _-]?kill(?:er|ed)?)?|out of memory|killed|segfault|segmentation fault|core dumped|refused|time ?outs?|timed ?out|failed|failures?|fails?|denied|critical|unreachable|no space left|E(?:CONNREFUSED|CONNRESET|TIMEDOUT|NOSPC|ACCES|HOSTUNREACH))\b|错误|失败|异常|超时/i;
 const ERROR_CAMEL = /[a-z](?:Error|Exception)\b/;
 const WARNING_WORDS = /\b(?:warn(?:ings?)?|deprecat(?:ed|ion)|retry(?:ing)?|retries|retried|slow|throttl(?:ed|ing))\b|警告/i;
-const NESTED_REPEAT = /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]/;
 
 /** A line's shape and the first timestamp on it. Each pass runs only when the line has the characters it needs. */
 export function lineShape(line: string): { shape: string; ts?: string } {
@@ -367,18 +366,13 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-/** The focus matcher: a regular expression when it has regex syntax (smart case), otherwise any of its words. */
+/**
+ * The focus matcher: any of its words, matched literally and case-insensitively. Never a regular
+ * expression from the caller: the match runs synchronously in the manager, and a pattern like
+ * (a|aa)*$ would stall every RPC and tunnel while it backtracks.
+ */
 function compileFocus(focus: string): { re: RegExp; label: string } {
   const literal = (s: string) => s.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&");
-  if (/[\\^$.|?*+()[\]{}]/.test(focus) && !NESTED_REPEAT.test(focus)) {
-    try {
-      return { re: new RegExp(focus, /[A-Z]/.test(focus.replace(/\\./g, "")) ? "u" : "iu"), label: `/${focus}/` };
-    } catch {
-      /* not a valid expression: matched literally below */
-    }
-    return { re: new RegExp(literal(focus), "i"), label: `"${focus}" (literal)` };
-  }
-  if (NESTED_REPEAT.test(focus)) return { re: new RegExp(literal(focus), "i"), label: `"${focus}" (literal)` };
   const words = focus.split(/[\s,]+/).filter(Boolean);
   return { re: new RegExp(words.map(literal).join("|"), "i"), label: `any of ${words.map((w) => JSON.stringify(w)).join(" ")}` };
 }

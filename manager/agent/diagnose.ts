@@ -7,13 +7,13 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
-import { redactString } from "../../skill/redact.ts";
+import { REDACTED, redactString } from "../../skill/redact.ts";
 import type { SkillRegistry } from "../../skill/registry.ts";
 import type { Caller, Dispatcher } from "../dispatch/dispatch.ts";
 import type { PermissionMode } from "../gate/gate.ts";
 import { reaches } from "../identity/reach.ts";
 import type { Playbook } from "../playbooks/parse.ts";
-import { extractPlaceholders, fillPlaceholders } from "../playbooks/placeholders.ts";
+import { extractPlaceholders, fillPlaceholders, type PlaceholderValues } from "../playbooks/placeholders.ts";
 import type { PlaybookRegistry } from "../playbooks/registry.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { systemCaller } from "./call.ts";
@@ -100,7 +100,14 @@ export function modelCondenser(model: ModelClient, incident: string, addUsage: (
 export function createAgent(deps: AgentDeps) {
   /** The edge host tools run on: the one asked for, else the only online edge in the caller's reach. */
   function targetEdge(input: DiagnoseInput): string | undefined {
-    if (input.edgeId) return input.edgeId;
+    if (input.edgeId) {
+      // Checked before anything runs: a mistyped edge is one clear refusal, not a session of failures.
+      const live = deps.hub.session(input.edgeId);
+      if (!live || !reaches(input.user, live.hello.labels)) {
+        throw new OngridError("invalid_argument", `edge_id: "${input.edgeId.slice(0, 64)}" is not an online edge in your reach (rule: online)`, "ListEdges shows the edges and whether they are online");
+      }
+      return input.edgeId;
+    }
     const online = deps.hub.sessions().filter((s) => reaches(input.user, s.hello.labels)).map((s) => s.edgeId);
     if (online.length === 1) return online[0];
     if (online.length > 1) throw new OngridError("invalid_argument", `edge_id: is required when several edges are online (rule: required); online: ${online.slice(0, 10).join(", ")}`, "name the edge to diagnose (--edge ID)");
@@ -116,12 +123,19 @@ export function createAgent(deps: AgentDeps) {
     };
     const edgeId = targetEdge(input);
     const sessionId = `ses_${randomUUID().replace(/-/g, "").slice(0, 20)}`;
-    await deps.sessions.create({ id: sessionId, userId: input.user.userId, inputText: redactString(input.text.trim()).slice(0, 8000), edgeId: edgeId ?? "", mode: input.mode ?? "" });
+    const text = redactString(input.text.trim());
+    await deps.sessions.create({ id: sessionId, userId: input.user.userId, inputText: text.slice(0, 8000), edgeId: edgeId ?? "", mode: input.mode ?? "" });
     yield { type: "session", sessionId };
+    let finished = false;
     const finish = async (status: "done" | "failed" | "refused", message: string, patch: Parameters<SessionStore["update"]>[1] = {}): Promise<AgentEvent> => {
+      finished = true;
       await deps.sessions.update(sessionId, { status, error: status === "done" ? "" : message, promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, model: deps.model?.model ?? "", ...patch });
       return { type: "done", status, message, usage: { ...usage } };
     };
+    // The session's time bound covers everything after the route: model calls (all retries
+    // included), tool calls and waits for approval.
+    const deadline = Date.now() + deps.limits.maxDurationMs;
+    const bounded = AbortSignal.any([...(input.signal ? [input.signal] : []), AbortSignal.timeout(deps.limits.maxDurationMs)]);
     try {
       const decision = await deps.router.route({ text: input.text, userId: input.user.userId, sessionId, signal: input.signal });
       addUsage(decision.usage);
@@ -134,13 +148,10 @@ export function createAgent(deps: AgentDeps) {
       const playbook = deps.playbooks.get(decision.skillName) ?? deps.playbooks.get("generic_oncall")!;
       const agentCaller = systemCaller(input.user);
       const offered = new Map(bridgeTools(deps, { caller: agentCaller, mode: input.mode, playbook: playbook.name }).map((t) => [t.skill.meta.key, t]));
-      const deadline = Date.now() + deps.limits.maxDurationMs;
-      // The session's time bound also ends a wait for approval.
-      const bounded = AbortSignal.any([...(input.signal ? [input.signal] : []), AbortSignal.timeout(deps.limits.maxDurationMs)]);
-      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: deps.model ? modelCondenser(deps.model, redactString(input.text), addUsage, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
+      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: deps.model ? modelCondenser(deps.model, text, addUsage, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
 
       if (deps.model) {
-        const model = runModelPath({ model: deps.model, playbooks: deps.playbooks, playbook, text: redactString(input.text.trim()), edgeId, offered, evidence, limits: deps.limits, deadline, signal: input.signal, log: deps.log, addUsage });
+        const model = runModelPath({ model: deps.model, playbooks: deps.playbooks, playbook, text, edgeId, offered, evidence, limits: deps.limits, deadline, signal: bounded, log: deps.log, addUsage });
         let report = "";
         let verdict: Extract<AgentEvent, { type: "verdict" }> | undefined;
         let plan: unknown;
@@ -157,7 +168,8 @@ export function createAgent(deps: AgentDeps) {
       // No model: the playbook's fallback steps, as written, and a report of what they returned.
       const steps = playbook.fallbackSteps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
       yield { type: "plan", source: "fallback_steps", steps, reason: `no model configured: ${playbook.name}'s fallback steps run as written` };
-      const values = extractPlaceholders(input.text);
+      // From the redacted text: a token in the input never becomes a tool argument.
+      const values = Object.fromEntries(Object.entries(extractPlaceholders(text)).filter(([, v]) => !String(v).includes(REDACTED.slice(0, -1)))) as PlaceholderValues;
       const skipped: Array<{ tool: string; reason: string }> = [];
       for (const step of playbook.fallbackSteps) {
         if (Date.now() > deadline || input.signal?.aborted) {
@@ -188,10 +200,18 @@ export function createAgent(deps: AgentDeps) {
       const e = err instanceof OngridError ? err : new OngridError("internal", "the diagnosis failed unexpectedly; see the manager log");
       if (!(err instanceof OngridError)) deps.log.error({ err: String(err), session: sessionId }, "diagnosis failed");
       yield await finish("failed", `${e.code}: ${e.message}`);
+    } finally {
+      // The caller went away mid-session (the generator was closed): record it, never leave "running".
+      if (!finished) await deps.sessions.update(sessionId, { status: "failed", error: "cancelled: the caller went away", promptTokens: usage.promptTokens, completionTokens: usage.completionTokens }).catch(() => {});
     }
   }
 
-  return { diagnose };
+  /** The user who started a session, or undefined for an id that is not an agent session here. */
+  async function sessionOwner(id: string): Promise<string | undefined> {
+    return (await deps.sessions.get(id))?.userId;
+  }
+
+  return { diagnose, sessionOwner };
 }
 
 /** The agent's interface. */

@@ -82,7 +82,7 @@ const failure = (err: unknown) => (err instanceof ModelError ? err.failure : err
 /** Runs planner, executor and verifier, yielding the session's events. */
 export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEvent> {
   // Planner: metadata only (names and descriptions), never bodies or tools.
-  let playbook = o.playbook;
+  const playbook = o.playbook;
   const menu = [...o.playbooks.current().playbooks.values()].map((p) => `- ${p.name}: ${p.description}`).join("\n");
   let steps: string[];
   try {
@@ -97,10 +97,10 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
       ],
     });
     o.addUsage(res.usage);
-    const chosen = o.playbooks.get(res.value.selected_skill);
-    if (chosen) playbook = chosen;
+    // The router's playbook stays: its allowed_tools are what the gate enforces for this session.
+    const other = res.value.selected_skill !== playbook.name ? ` (the planner preferred "${res.value.selected_skill.slice(0, 64)}"; the router's playbook stays in force)` : "";
     steps = res.value.plan;
-    yield { type: "plan", source: "planner", steps, reason: `${playbook.name}: ${res.value.selection_reason}${chosen ? "" : ` (the planner named "${res.value.selected_skill.slice(0, 64)}", not a playbook; the router's choice stays)`}` };
+    yield { type: "plan", source: "planner", steps, reason: `${playbook.name}: ${res.value.selection_reason}${other}` };
   } catch (err) {
     if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
     steps = playbook.fallbackSteps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
@@ -143,10 +143,10 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     }
     let res;
     try {
-      res = await o.model.chat({ messages, tools, toolChoice: "auto", signal: o.signal, timeoutMs: Math.max(1000, Math.min(remaining, 120_000)) });
+      res = await o.model.chat({ messages, tools, toolChoice: "auto", signal: o.signal });
     } catch (err) {
       if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
-      stopped = `the model failed (${failure(err)})`;
+      stopped = Date.now() >= o.deadline ? "the time bound (agent.max_duration) was reached" : `the model failed (${failure(err)})`;
       break;
     }
     o.addUsage(res.usage);
@@ -204,7 +204,7 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     // Bounded out: one last turn without tools for the report, else a report of the evidence alone.
     try {
       if (Date.now() < o.deadline) {
-        const res = await o.model.chat({ messages: [...messages, { role: "user", content: `Stop collecting: ${stopped}. Write the report now from the evidence above.` }], signal: o.signal, timeoutMs: 30_000 });
+        const res = await o.model.chat({ messages: [...messages, { role: "user", content: `Stop collecting: ${stopped}. Write the report now from the evidence above.` }], signal: o.signal });
         o.addUsage(res.usage);
         report = res.content ?? "";
       }

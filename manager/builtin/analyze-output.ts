@@ -12,7 +12,7 @@ export default defineSkill({
   category: "analysis",
   params: {
     text: { type: "string", description: "The output to condense: plain lines or JSON (e.g. a tail_file or read_journal result).", required: true, min: 1, max: 6_000_000 },
-    focus: { type: "string", description: "Keep lines matching this regular expression (case-insensitive unless it has uppercase) or any of these words, e.g. upstream|502.", min: 1, max: 200 },
+    focus: { type: "string", description: "Keep lines containing any of these words (literal, case-insensitive, separated by spaces or commas), e.g. upstream 502.", min: 1, max: 200 },
     max_chars: { type: "integer", description: "Longest summary to return, in characters.", min: 500, max: 20_000, default: 4000 },
   },
   resultPreview: JSON.stringify({

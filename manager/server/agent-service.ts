@@ -24,7 +24,8 @@ export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; di
     const u = await deps.identity.getUser(userId);
     if (!u) throw new OngridError("not_found", `unknown user "${userId.slice(0, 64)}"`, "ongrid users list shows the users");
     if (u.disabledAt) throw new OngridError("failed_precondition", `user "${u.id}" is disabled`);
-    return { userId: u.id, role: u.role, reach: u.reach ? [u.reach] : [] };
+    // The admin's own reach limits still apply: the list never names edges the admin cannot see.
+    return { userId: u.id, role: u.role, reach: [...(caller.reach ?? []), ...(u.reach ? [u.reach] : [])] };
   }
 
   return {
@@ -47,9 +48,25 @@ export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; di
     },
     async callTool(req, ctx) {
       const user = callerOf(ctx);
+      // A call may join only the caller's own agent session: audit rows of agent calls are tied to
+      // their user through the session. Ids that are not agent sessions here (an external
+      // runtime's own) are taken as given.
+      if (req.sessionId) {
+        const owner = await deps.agent.sessionOwner(req.sessionId);
+        if (owner !== undefined && owner !== user.userId) {
+          await deps.dispatcher.refuse({ key: req.name, paramsJson: req.argumentsJson, caller: systemCaller(user) }, new OngridError("permission_denied", `session_id: "${req.sessionId.slice(0, 64)}" is another user's agent session (rule: owner)`, "use your own session id, or none"));
+        }
+      }
       const mode = modeFromProto(req.permissionMode);
       const playbook = req.playbook || undefined;
-      const offered = new Map(bridgeTools(deps, { caller: systemCaller(user), mode, playbook }).map((t) => [t.skill.meta.key, t]));
+      let offered;
+      try {
+        offered = new Map(bridgeTools(deps, { caller: systemCaller(user), mode, playbook }).map((t) => [t.skill.meta.key, t]));
+      } catch (err) {
+        // An unknown playbook: refused and audited, like the same request through ExecuteSkill.
+        if (err instanceof OngridError) await deps.dispatcher.refuse({ key: req.name, paramsJson: req.argumentsJson, sessionId: req.sessionId, caller: systemCaller(user) }, err);
+        throw err;
+      }
       const out = await callTool(deps.dispatcher, user, offered, {
         name: req.name,
         argumentsJson: req.argumentsJson,
