@@ -116,7 +116,10 @@ describe("CallTool", () => {
     expect(content.success).toBe(true);
     expect(content.output).toHaveProperty("cpus");
     const row = await lastRow();
-    expect(row).toMatchObject({ seq: Number(out.auditSeq), toolName: "host_load", deviceId: "tools-edge", sessionId: "sess-1", callerUserId: "0", callerRole: "system", decision: "allow" });
+    expect(row).toMatchObject({ seq: Number(out.auditSeq), toolName: "host_load", deviceId: "tools-edge", sessionId: "sess-1", callerUserId: "0", callerRole: "system", onBehalfOf: "omar", decision: "allow" });
+    // The user's audit trail includes what their agent did; the chain holds.
+    expect((await m.audit.list({ userId: "omar" })).map((r) => r.seq)).toContain(Number(out.auditSeq));
+    expect((await m.audit.verify()).ok).toBe(true);
   });
 
   it("feeds refusals back as results: a tool not offered, malformed arguments, a missing edge_id; each audited", async () => {

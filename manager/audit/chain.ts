@@ -30,6 +30,8 @@ export interface ChainInput {
   sopHash: string | null;
   /** Hashed only when not empty, so rows written before the column existed keep their hashes. */
   approvedBy?: string | null;
+  /** Hashed only when not empty, like approvedBy. */
+  onBehalfOf?: string | null;
 }
 
 /**
@@ -42,6 +44,7 @@ export function rowHash(prevHash: string, row: ChainInput): string {
     `{"approvalId":${str(row.approvalId)},${row.approvedBy ? `"approvedBy":${str(row.approvedBy)},` : ""}"args":${canonicalJson(row.args ?? null)},"callerRole":${str(row.callerRole)},` +
     `"callerUserId":${str(row.callerUserId)},"decision":${str(row.decision)},"decisionReason":${str(row.decisionReason)},` +
     `"deviceId":${str(row.deviceId)},"durationMs":${num(row.durationMs)},"error":${str(row.error)},"finishedAt":${date(row.finishedAt)},` +
+    `${row.onBehalfOf ? `"onBehalfOf":${str(row.onBehalfOf)},` : ""}` +
     `"result":${canonicalJson(row.result ?? null)},"seq":${num(row.seq)},"sessionId":${str(row.sessionId)},"sopHash":${str(row.sopHash)},` +
     `"startedAt":${date(row.startedAt)},"toolName":${str(row.toolName)}}`;
   return createHash("sha256").update(`${prevHash}\n${text}`, "utf8").digest("hex");

@@ -47,6 +47,7 @@ export function auditRowToJson(r: AuditRow): Record<string, unknown> {
     approval_id: r.approvalId,
     sop_hash: r.sopHash,
     approved_by: r.approvedBy ?? "",
+    on_behalf_of: r.onBehalfOf ?? "",
     prev_hash: r.prevHash,
     row_hash: r.rowHash,
   };

@@ -70,6 +70,11 @@ test("row hashes are sha256 of the previous hash and the row's canonical JSON, p
   const approved = { ...row, approvedBy: "bob,carol" };
   expect(rowHash(GENESIS_HASH, approved)).toBe(createHash("sha256").update(`${GENESIS_HASH}\n${canonicalJson(approved)}`).digest("hex"));
   expect(rowHash(GENESIS_HASH, approved)).not.toBe(rowHash(GENESIS_HASH, { ...row, approvedBy: "bob" }));
+  // onBehalfOf (added with the agent) likewise.
+  expect(rowHash(GENESIS_HASH, { ...row, onBehalfOf: "" })).toBe(rowHash(GENESIS_HASH, row));
+  const agentRow = { ...row, callerUserId: "0", callerRole: "system", onBehalfOf: "alice", approvedBy: "bob" };
+  expect(rowHash(GENESIS_HASH, agentRow)).toBe(createHash("sha256").update(`${GENESIS_HASH}\n${canonicalJson(agentRow)}`).digest("hex"));
+  expect(rowHash(GENESIS_HASH, agentRow)).not.toBe(rowHash(GENESIS_HASH, { ...agentRow, onBehalfOf: "mallory" }));
 });
 
 describeBothBackends("audit log", (backend) => {

@@ -1,5 +1,5 @@
 /** The tamper-evident tool-call log (H1–H3) over drizzle: a batching writer, filtered listing and chain verification. */
-import { and, asc, desc, eq, gt, gte, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, gte, lt, or, sql, type SQL } from "drizzle-orm";
 import { errorText } from "../db/error-text.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database, DbLogger } from "../db/client.ts";
@@ -20,12 +20,12 @@ const MAX_LIMIT = 1000;
 /** The stored columns, in the order of the jsonb objects one insert statement carries. */
 const INSERT_COLUMNS = sql.raw(
   "seq, session_id, tool_name, args_json, result_json, error, device_id, started_at, finished_at, duration_ms, " +
-    "caller_user_id, caller_role, decision, decision_reason, approval_id, sop_hash, approved_by, prev_hash, row_hash",
+    "caller_user_id, caller_role, decision, decision_reason, approval_id, sop_hash, approved_by, on_behalf_of, prev_hash, row_hash",
 );
 const RECORD_TYPES = sql.raw(
   "seq bigint, session_id text, tool_name text, args_json jsonb, result_json jsonb, error text, device_id text, " +
     "started_at timestamptz, finished_at timestamptz, duration_ms integer, caller_user_id text, caller_role text, " +
-    "decision text, decision_reason text, approval_id text, sop_hash text, approved_by text, prev_hash text, row_hash text",
+    "decision text, decision_reason text, approval_id text, sop_hash text, approved_by text, on_behalf_of text, prev_hash text, row_hash text",
 );
 
 /** Options of the audit log. */
@@ -135,7 +135,8 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     if (filter.until !== undefined) where.push(lt(toolCalls.startedAt, checkDate(filter.until, "until")));
     if (filter.toolName) where.push(eq(toolCalls.toolName, filter.toolName));
     if (filter.edgeId) where.push(eq(toolCalls.deviceId, filter.edgeId));
-    if (filter.userId) where.push(eq(toolCalls.callerUserId, filter.userId));
+    // A user's rows include what the agent did on their behalf.
+    if (filter.userId) where.push(or(eq(toolCalls.callerUserId, filter.userId), eq(toolCalls.onBehalfOf, filter.userId))!);
     if (filter.sessionId) where.push(eq(toolCalls.sessionId, filter.sessionId));
     if (filter.decision) where.push(eq(toolCalls.decision, filter.decision));
     if (filter.afterSeq !== undefined && filter.afterSeq !== 0) {

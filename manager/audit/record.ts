@@ -34,6 +34,7 @@ export function normalizeRecord(record: AuditRecord): StoredRecord {
     approvalId: text(record.approvalId),
     sopHash: text(record.sopHash),
     approvedBy: text(record.approvedBy),
+    onBehalfOf: text(record.onBehalfOf),
   };
 }
 
@@ -60,6 +61,7 @@ export function toInsertJson(row: AuditRow): Record<string, unknown> {
     approval_id: row.approvalId,
     sop_hash: row.sopHash,
     approved_by: row.approvedBy ?? "",
+    on_behalf_of: row.onBehalfOf ?? "",
     prev_hash: row.prevHash,
     row_hash: row.rowHash,
   };
@@ -85,6 +87,7 @@ export function chainInputOf(r: ToolCallRow): ChainInput {
     approvalId: r.approvalId,
     sopHash: r.sopHash,
     approvedBy: r.approvedBy,
+    onBehalfOf: r.onBehalfOf,
   };
 }
 
@@ -99,6 +102,7 @@ export function fromDbRow(r: ToolCallRow): AuditRow {
     approvalId: r.approvalId ?? "",
     sopHash: r.sopHash ?? "",
     approvedBy: r.approvedBy ?? "",
+    onBehalfOf: r.onBehalfOf ?? "",
     prevHash: r.prevHash,
     rowHash: r.rowHash,
   };

@@ -26,6 +26,8 @@ export interface AuditRecord {
   sopHash: string;
   /** Comma-separated approver ids; "" (or absent) when nobody approved the call. */
   approvedBy?: string;
+  /** For a call the agent (user "0") made: the user whose session it was. */
+  onBehalfOf?: string;
 }
 
 /** A stored row: the record plus its place in the hash chain. */

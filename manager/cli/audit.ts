@@ -86,6 +86,7 @@ function fromProto(t: ToolCall): AuditRow {
     approvalId: t.approvalId,
     sopHash: t.sopHash,
     approvedBy: t.approvedBy,
+    onBehalfOf: t.onBehalfOf,
     prevHash: t.prevHash,
     rowHash: t.rowHash,
   };

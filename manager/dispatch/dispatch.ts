@@ -239,6 +239,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         approvalId: trail.approvalId,
         sopHash: trail.sopHash,
         approvedBy: trail.approvedBy,
+        onBehalfOf: input.caller.onBehalfOf ?? "",
       }),
     );
     return row.seq;
@@ -391,7 +392,7 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   async function runApprovedOnce(row: ApprovalRow): Promise<void> {
     const startedAt = new Date();
-    const caller: Caller = { userId: row.requesterUserId, role: row.requesterRole, reach: row.requesterReach };
+    const caller: Caller = { userId: row.requesterUserId, role: row.requesterRole, reach: row.requesterReach, ...(row.onBehalfOf ? { onBehalfOf: row.onBehalfOf } : {}) };
     const approvers = row.votes.map((v) => v.userId);
     const trail: Trail = {
       args: row.params,

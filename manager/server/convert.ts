@@ -27,6 +27,7 @@ export function toolCallToProto(r: AuditRow): ToolCall {
     approvalId: r.approvalId,
     sopHash: r.sopHash,
     approvedBy: r.approvedBy ?? "",
+    onBehalfOf: r.onBehalfOf ?? "",
     prevHash: r.prevHash,
     rowHash: r.rowHash,
   });

@@ -23,6 +23,8 @@ export const toolCalls = pgTable(
     sopHash: text("sop_hash").default(""),
     /** Comma-separated ids of the approvers who let the call run ("" when none did). */
     approvedBy: text("approved_by").notNull().default(""),
+    /** For the agent's calls (user "0"): the session's user. Hashed into the chain only when not empty. */
+    onBehalfOf: text("on_behalf_of").notNull().default(""),
     prevHash: text("prev_hash").notNull(),
     rowHash: text("row_hash").notNull(),
   },

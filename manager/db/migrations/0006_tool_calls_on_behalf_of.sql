@@ -1,0 +1,1 @@
+ALTER TABLE "tool_calls" ADD COLUMN "on_behalf_of" text DEFAULT '' NOT NULL;
