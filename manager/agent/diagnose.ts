@@ -12,14 +12,14 @@ import type { SkillRegistry } from "../../skill/registry.ts";
 import type { Caller, Dispatcher } from "../dispatch/dispatch.ts";
 import type { PermissionMode } from "../gate/gate.ts";
 import { reaches } from "../identity/reach.ts";
-import type { Playbook } from "../playbooks/parse.ts";
+import { describeSteps, type Playbook } from "../playbooks/parse.ts";
 import { extractPlaceholders, fillPlaceholders, type PlaceholderValues } from "../playbooks/placeholders.ts";
 import type { PlaybookRegistry } from "../playbooks/registry.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { systemCaller } from "./call.ts";
 import { condense } from "./condense.ts";
 import { createEvidence, type EvidenceItem } from "./evidence.ts";
-import { ModelError, type ModelClient, type ModelUsage } from "./llm.ts";
+import { metered, type ModelClient, type ModelUsage } from "./llm.ts";
 import { runModelPath } from "./model-path.ts";
 import type { RouteDecision, Router } from "./router.ts";
 import type { SessionStore } from "./session-store.ts";
@@ -74,7 +74,7 @@ export const condenseContent = (content: string): string => `[condensed by analy
  * analyze_output's second stage (J5): with a model, the deterministic digest is summarised for the
  * incident in a few lines, kept under the digest; a model failure leaves the digest alone.
  */
-export function modelCondenser(model: ModelClient, incident: string, addUsage: (u: ModelUsage) => void, signal?: AbortSignal) {
+export function modelCondenser(model: ModelClient, incident: string, signal?: AbortSignal) {
   return async (content: string): Promise<string> => {
     const digest = condenseContent(content);
     try {
@@ -87,10 +87,8 @@ export function modelCondenser(model: ModelClient, incident: string, addUsage: (
           { role: "user", content: `Incident: ${incident.slice(0, 500)}\n\nOutput digest:\n${digest}` },
         ],
       });
-      addUsage(res.usage);
       return res.content ? `${digest}\n\n[model summary of the digest]\n${res.content.trim()}` : digest;
-    } catch (err) {
-      if (err instanceof ModelError && err.usage) addUsage(err.usage);
+    } catch {
       return digest;
     }
   };
@@ -121,6 +119,8 @@ export function createAgent(deps: AgentDeps) {
       usage.completionTokens += u.completionTokens;
       usage.totalTokens += u.totalTokens;
     };
+    // Every model call of the session (planner, executor, verifier, summaries) counts its tokens here.
+    const model = deps.model && metered(deps.model, addUsage);
     const edgeId = targetEdge(input);
     const sessionId = `ses_${randomUUID().replace(/-/g, "").slice(0, 20)}`;
     const text = redactString(input.text.trim());
@@ -148,14 +148,14 @@ export function createAgent(deps: AgentDeps) {
       const playbook = deps.playbooks.get(decision.skillName) ?? deps.playbooks.get("generic_oncall")!;
       const agentCaller = systemCaller(input.user);
       const offered = new Map(bridgeTools(deps, { caller: agentCaller, mode: input.mode, playbook: playbook.name }).map((t) => [t.skill.meta.key, t]));
-      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: deps.model ? modelCondenser(deps.model, text, addUsage, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
+      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: model ? modelCondenser(model, text, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
 
-      if (deps.model) {
-        const model = runModelPath({ model: deps.model, playbooks: deps.playbooks, playbook, text, edgeId, offered, evidence, limits: deps.limits, deadline, signal: bounded, log: deps.log, addUsage });
+      if (model) {
+        const events = runModelPath({ model, playbooks: deps.playbooks, playbook, text, edgeId, offered, evidence, limits: deps.limits, deadline, signal: bounded, log: deps.log });
         let report = "";
         let verdict: Extract<AgentEvent, { type: "verdict" }> | undefined;
         let plan: unknown;
-        for await (const ev of model) {
+        for await (const ev of events) {
           if (ev.type === "report") report = ev.markdown;
           if (ev.type === "verdict") verdict = ev;
           if (ev.type === "plan") plan = ev;
@@ -166,11 +166,12 @@ export function createAgent(deps: AgentDeps) {
       }
 
       // No model: the playbook's fallback steps, as written, and a report of what they returned.
-      const steps = playbook.fallbackSteps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
+      const steps = describeSteps(playbook.fallbackSteps);
       yield { type: "plan", source: "fallback_steps", steps, reason: `no model configured: ${playbook.name}'s fallback steps run as written` };
       // From the redacted text: a token in the input never becomes a tool argument.
       const values = Object.fromEntries(Object.entries(extractPlaceholders(text)).filter(([, v]) => !String(v).includes(REDACTED.slice(0, -1)))) as PlaceholderValues;
       const skipped: Array<{ tool: string; reason: string }> = [];
+      const skip = (tool: string, reason: string): AgentEvent => (skipped.push({ tool, reason }), { type: "skipped", tool, reason });
       for (const step of playbook.fallbackSteps) {
         if (Date.now() > deadline || input.signal?.aborted) {
           skipped.push({ tool: step.tool, reason: "the session's time bound (agent.max_duration) was reached" });
@@ -178,14 +179,12 @@ export function createAgent(deps: AgentDeps) {
         }
         const filled = fillPlaceholders(step.args, values);
         if ("missing" in filled) {
-          skipped.push({ tool: step.tool, reason: `the input names no ${filled.missing.map((n) => `{{${n}}}`).join(", ")}` });
-          yield { type: "skipped", ...skipped[skipped.length - 1] };
+          yield skip(step.tool, `the input names no ${filled.missing.map((n) => `{{${n}}}`).join(", ")}`);
           continue;
         }
         const host = offered.get(step.tool)?.skill.meta.scope === "host";
         if (host && !edgeId) {
-          skipped.push({ tool: step.tool, reason: "no edge to run it on (none online in reach; name one with --edge)" });
-          yield { type: "skipped", ...skipped[skipped.length - 1] };
+          yield skip(step.tool, "no edge to run it on (none online in reach; name one with --edge)");
           continue;
         }
         const args = host ? { edge_id: edgeId, ...filled.args } : filled.args;

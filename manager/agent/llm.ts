@@ -464,3 +464,26 @@ function describeErrors(errors: readonly ErrorObject[]): string {
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+
+/**
+ * The same client, counting every call's tokens into `add`: successful answers and failed ones
+ * whose server answered (a malformed or schema-invalid reply still cost tokens).
+ */
+export function metered(model: ModelClient, add: (u: ModelUsage) => void): ModelClient {
+  const count = async <R extends { usage: ModelUsage }>(call: Promise<R>): Promise<R> => {
+    try {
+      const res = await call;
+      add(res.usage);
+      return res;
+    } catch (err) {
+      if (err instanceof ModelError && err.usage) add(err.usage);
+      throw err;
+    }
+  };
+  return {
+    model: model.model,
+    baseUrl: model.baseUrl,
+    structured: (req) => count(model.structured(req)),
+    chat: (req) => count(model.chat(req)),
+  };
+}

@@ -5,12 +5,12 @@
  * the Verifier, without tools, checks the report against the evidence.
  */
 import type { Logger } from "pino";
-import type { Playbook } from "../playbooks/parse.ts";
+import { describeSteps, type Playbook } from "../playbooks/parse.ts";
 import type { PlaybookRegistry } from "../playbooks/registry.ts";
 import type { AgentEvent, AgentLimits } from "./diagnose.ts";
 import { toolResultEvent } from "./diagnose.ts";
 import { evidenceText, type createEvidence } from "./evidence.ts";
-import { ModelError, type ChatMessage, type ModelClient, type ModelUsage } from "./llm.ts";
+import { ModelError, type ChatMessage, type ModelClient } from "./llm.ts";
 import type { BridgedTool } from "./tools.ts";
 
 /** The planner's structured answer. */
@@ -62,7 +62,6 @@ export interface ModelPathInput {
   deadline: number;
   signal?: AbortSignal;
   log: Logger;
-  addUsage(u: ModelUsage): void;
 }
 
 /** The executor's own tool for revising the remaining plan (not a skill, not audited: it changes nothing outside the session). */
@@ -96,14 +95,12 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
         { role: "user", content: `Incident:\n<<<\n${o.text}\n>>>` },
       ],
     });
-    o.addUsage(res.usage);
     // The router's playbook stays: its allowed_tools are what the gate enforces for this session.
     const other = res.value.selected_skill !== playbook.name ? ` (the planner preferred "${res.value.selected_skill.slice(0, 64)}"; the router's playbook stays in force)` : "";
     steps = res.value.plan;
     yield { type: "plan", source: "planner", steps, reason: `${playbook.name}: ${res.value.selection_reason}${other}` };
   } catch (err) {
-    if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
-    steps = playbook.fallbackSteps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
+    steps = describeSteps(playbook.fallbackSteps);
     yield { type: "plan", source: "fallback_plan", steps, reason: `planner failed (${failure(err)}): ${playbook.name}'s fallback steps are the plan` };
   }
 
@@ -145,11 +142,9 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     try {
       res = await o.model.chat({ messages, tools, toolChoice: "auto", signal: o.signal });
     } catch (err) {
-      if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
       stopped = Date.now() >= o.deadline ? "the time bound (agent.max_duration) was reached" : `the model failed (${failure(err)})`;
       break;
     }
-    o.addUsage(res.usage);
     if (!res.toolCalls.length) {
       report = res.content ?? "";
       break;
@@ -205,7 +200,6 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     try {
       if (Date.now() < o.deadline) {
         const res = await o.model.chat({ messages: [...messages, { role: "user", content: `Stop collecting: ${stopped}. Write the report now from the evidence above.` }], signal: o.signal });
-        o.addUsage(res.usage);
         report = res.content ?? "";
       }
     } catch {
@@ -227,10 +221,8 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
         { role: "user", content: `Report:\n<<<\n${report}\n>>>\n\nEvidence:\n<<<\n${evidenceText(o.evidence.items())}\n>>>` },
       ],
     });
-    o.addUsage(res.usage);
     yield { type: "verdict", verdict: res.value.verdict, unsupported: res.value.unsupported_claims, notes: res.value.notes };
   } catch (err) {
-    if (err instanceof ModelError && err.usage) o.addUsage(err.usage);
     yield { type: "verdict", verdict: "not_verified", unsupported: [], notes: `the verifier failed (${failure(err)}); read the report against the evidence yourself` };
   }
 }

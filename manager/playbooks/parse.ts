@@ -25,6 +25,11 @@ export interface FallbackStep {
   note?: string;
 }
 
+/** One line per fallback step, as plans show them: `tool {args} — note`. */
+export function describeSteps(steps: readonly FallbackStep[]): string[] {
+  return steps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
+}
+
 /** A loaded playbook. */
 export interface Playbook {
   name: string;
@@ -61,7 +66,7 @@ export interface PlaybookProblem {
 }
 
 /** "<file>: <field>: <message> (rule: <rule>)", the one-line form logs and CLIs print. */
-export function formatPlaybookProblem(p: PlaybookProblem): string {
+export function formatPlaybookProblem(p: Pick<PlaybookProblem, "file" | "field" | "rule" | "message">): string {
   return `${p.file}: ${p.field ? `${p.field}: ` : ""}${p.message} (rule: ${p.rule})`;
 }
 
