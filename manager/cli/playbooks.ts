@@ -5,7 +5,8 @@ import { pino } from "pino";
 import { PlaybookSchema, RoutePath, type Playbook as PlaybookProto, type PlaybookProblem as ProblemProto } from "../../proto/gen/ongrid/v1/playbook_service_pb.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { createManagerRegistry } from "../builtin/index.ts";
-import { playbookToProto, decisionToProto } from "../server/playbook-service.ts";
+import { playbookToProto, decisionToProto, listPlaybooksResponse } from "../server/playbook-service.ts";
+import { formatPlaybookProblem, type PlaybookProblem } from "../playbooks/parse.ts";
 import { openPlaybooks } from "../main.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import { cliConfig, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
@@ -20,11 +21,10 @@ function localRegistry(config: ManagerConfig, extraDirs: string[] = []) {
 async function listed(opts: CoreOptions): Promise<{ playbooks: PlaybookProto[]; problems: Array<Omit<ProblemProto, "$typeName">>; skipped: Array<{ name: string; file: string; reason: string }> }> {
   const url = managerUrl(opts);
   if (url) return rpcClients(url, opts).playbooks.listPlaybooks({});
-  const set = localRegistry(cliConfig(opts)).current();
-  return { playbooks: [...set.playbooks.values()].sort((a, b) => a.name.localeCompare(b.name)).map((p) => playbookToProto(p, false)), problems: set.problems, skipped: set.skipped };
+  return listPlaybooksResponse(localRegistry(cliConfig(opts)).current());
 }
 
-const problemLine = (p: { file: string; field: string; message: string; rule: string; severity: string }) => `${p.severity}: ${p.file}: ${p.field ? `${p.field}: ` : ""}${p.message} (rule: ${p.rule})`;
+const problemLine = (p: Omit<PlaybookProblem, "severity"> & { severity: string }) => `${p.severity}: ${formatPlaybookProblem(p)}`;
 
 /** Builds the `playbooks` command group. */
 export function playbooksCommand(): Command {

@@ -13,7 +13,7 @@ import {
 import { OngridError } from "../../skill/errors.ts";
 import type { Router, RouteDecision } from "../agent/router.ts";
 import type { Playbook, PlaybookProblem } from "../playbooks/parse.ts";
-import type { PlaybookRegistry } from "../playbooks/registry.ts";
+import type { PlaybookRegistry, PlaybookSet } from "../playbooks/registry.ts";
 import { callerOf } from "./caller.ts";
 
 const PATHS: Record<RouteDecision["path"], RoutePath> = {
@@ -65,18 +65,22 @@ export function decisionToProto(d: RouteDecision): Omit<RouteDecisionProto, "$ty
   };
 }
 
+/** The ListPlaybooks answer for one generation: playbooks by name without bodies, problems, skipped, generation. */
+export function listPlaybooksResponse(set: PlaybookSet) {
+  return {
+    playbooks: [...set.playbooks.values()].sort((a, b) => a.name.localeCompare(b.name)).map((p) => playbookToProto(p, false)),
+    problems: set.problems.map(problemToProto),
+    skipped: set.skipped,
+    generation: BigInt(set.generation),
+  };
+}
+
 /** Builds the PlaybookService implementation. */
 export function createPlaybookService(deps: { playbooks: PlaybookRegistry; router: Router }): ServiceImpl<typeof PlaybookService> {
   const { playbooks, router } = deps;
   return {
     listPlaybooks() {
-      const set = playbooks.current();
-      return {
-        playbooks: [...set.playbooks.values()].sort((a, b) => a.name.localeCompare(b.name)).map((p) => playbookToProto(p, false)),
-        problems: set.problems.map(problemToProto),
-        skipped: set.skipped,
-        generation: BigInt(set.generation),
-      };
+      return listPlaybooksResponse(playbooks.current());
     },
     getPlaybook(req) {
       const p = playbooks.get(req.name);
