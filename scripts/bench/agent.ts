@@ -43,6 +43,7 @@ import { buildEdge } from "./lib/edge-binary.ts";
 import { alive, sleep, start, stopAll } from "./lib/proc.ts";
 import { infoRow, ratioRow, table, writeJson, type Row, machineInfo } from "./lib/report.ts";
 import { quantile } from "./lib/stats.ts";
+import { intFlag } from "./lib/flags.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const HERE = import.meta.dirname;
@@ -66,14 +67,9 @@ function flags() {
       out: { type: "string" },
     },
   });
-  const int = (name: string, v: string, min: number) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name}: must be an integer >= ${min}, got "${v}"`);
-    return n;
-  };
   return {
-    sessions: int("sessions", values.sessions!, 5),
-    warmup: int("warmup", values.warmup!, 0),
+    sessions: intFlag("sessions", values.sessions!, 5),
+    warmup: intFlag("warmup", values.warmup!, 0),
     edgeBin: values["edge-bin"] ? resolve(values["edge-bin"]) : undefined,
     out: resolve(values.out ?? join(HERE, "results", "agent.json")),
   };

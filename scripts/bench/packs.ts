@@ -33,6 +33,7 @@ import { validateParams } from "../../skill/validate.ts";
 import { infoRow, ratioRow, table, writeJson, type Row, machineInfo } from "./lib/report.ts";
 import { timeSequential } from "./lib/round-trip.ts";
 import { median, quantile } from "./lib/stats.ts";
+import { intFlag } from "./lib/flags.ts";
 
 const HERE = import.meta.dirname;
 const TARGET_RATIO = 1.3;
@@ -49,15 +50,10 @@ function flags() {
       out: { type: "string" },
     },
   });
-  const int = (name: string, v: string, min: number) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name}: must be an integer >= ${min}, got "${v}"`);
-    return n;
-  };
   return {
-    iterations: int("iterations", values.iterations!, 10),
-    warmup: int("warmup", values.warmup!, 0),
-    block: int("block", values.block!, 1),
+    iterations: intFlag("iterations", values.iterations!, 10),
+    warmup: intFlag("warmup", values.warmup!, 0),
+    block: intFlag("block", values.block!, 1),
     out: resolve(values.out ?? join(HERE, "results", "packs.json")),
   };
 }

@@ -32,6 +32,7 @@ import { boundRow, infoRow, ratioRow, table, writeJson, type Row, machineInfo } 
 import { timeSequential, unary } from "./lib/round-trip.ts";
 import { median, quantile } from "./lib/stats.ts";
 import { pool, startWorker } from "./lib/worker.ts";
+import { intFlag } from "./lib/flags.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const HERE = import.meta.dirname;
@@ -51,14 +52,9 @@ function flags() {
       "database-url": { type: "string", default: "" },
     },
   });
-  const int = (name: string, v: string, min: number) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name}: must be an integer >= ${min}, got "${v}"`);
-    return n;
-  };
   return {
-    edges: int("edges", values.edges!, 1),
-    rtIterations: int("rt-iterations", values["rt-iterations"]!, 10),
+    edges: intFlag("edges", values.edges!, 1),
+    rtIterations: intFlag("rt-iterations", values["rt-iterations"]!, 10),
     out: resolve(values.out ?? join(HERE, "results", "tunnel.json")),
     managerCpuProf: values["manager-cpu-prof"] ? resolve(values["manager-cpu-prof"]) : undefined,
     databaseUrl: values["database-url"]!,
