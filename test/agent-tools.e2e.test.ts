@@ -4,12 +4,14 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { PermissionMode } from "../proto/gen/ongrid/v1/skill_pb.ts";
 import { cacheFlushSkill } from "./support/skills.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
+import { lastAuditRow } from "./support/audit.ts";
+import { refusal } from "./support/rejection.ts";
 
 let m: TestManager;
 let edge: TestEdge;
@@ -24,11 +26,7 @@ async function names(token: string, permissionMode = PermissionMode.UNSPECIFIED,
   return { list: r.tools.map((t) => t.name), tools, entries: r.tools };
 }
 
-async function lastRow() {
-  await m.audit.flush();
-  const rows = await m.audit.list({ limit: 1000 });
-  return rows[rows.length - 1];
-}
+const lastRow = () => lastAuditRow(m);
 
 beforeAll(async () => {
   m = await bootManager();
@@ -97,11 +95,11 @@ describe("ListTools for another user", () => {
     const forZed = (await agent(m.adminToken).listTools({ userId: "zed" })).tools.map((t) => t.name);
     expect(forZed).toContain("cache_flush");
     expect(forZed).not.toContain("host_load"); // tools-edge is outside zed's reach
-    const asOperator = await agent(await makeUser(m, "ozzy", "operator")).listTools({ userId: "val" }).then(() => undefined, (e: unknown) => e);
-    expect((asOperator as ConnectError).code).toBe(Code.PermissionDenied);
-    expect((asOperator as ConnectError).rawMessage).toContain("user_id: only admins may list tools for another user");
-    const unknown = await agent(m.adminToken).listTools({ userId: "nobody" }).then(() => undefined, (e: unknown) => e);
-    expect((unknown as ConnectError).code).toBe(Code.NotFound);
+    const asOperator = await refusal(agent(await makeUser(m, "ozzy", "operator")).listTools({ userId: "val" }));
+    expect(asOperator.code).toBe(Code.PermissionDenied);
+    expect(asOperator.rawMessage).toContain("user_id: only admins may list tools for another user");
+    const unknown = await refusal(agent(m.adminToken).listTools({ userId: "nobody" }));
+    expect(unknown.code).toBe(Code.NotFound);
     // An admin whose token is limited keeps that limit when listing for a user who has none.
     const limitedAdmin = await makeUser(m, "ada", "admin", { tokenReach: "zone=elsewhere" });
     expect((await agent(limitedAdmin).listTools({ userId: "val" })).tools.map((t) => t.name)).not.toContain("host_load");
@@ -155,14 +153,14 @@ describe("CallTool refusals before the call", () => {
     const sessionId = "ses_e2e_owned_by_sam";
     await m.database.db.execute(`insert into agent_sessions (id, created_at, updated_at, user_id, input_text, status) values ('${sessionId}', now(), now(), 'sam', 'x', 'done')` as never);
     const other = agent(await makeUser(m, "tess", "operator"));
-    let err = (await other.callTool({ name: "host_load", argumentsJson: JSON.stringify({ edge_id: "tools-edge" }), sessionId }).then(() => undefined, (e: unknown) => e)) as ConnectError;
+    let err = await refusal(other.callTool({ name: "host_load", argumentsJson: JSON.stringify({ edge_id: "tools-edge" }), sessionId }));
     expect(err.code).toBe(Code.PermissionDenied);
     expect(err.rawMessage).toContain("is another user's agent session (rule: owner)");
     expect(await lastRow()).toMatchObject({ toolName: "host_load", callerRole: "system", decision: "" });
     expect((await lastRow()).error).toContain("another user's agent session");
     // The owner may.
     expect((await agent(owner).callTool({ name: "host_load", argumentsJson: JSON.stringify({ edge_id: "tools-edge" }), sessionId })).result?.success).toBe(true);
-    err = (await other.callTool({ name: "host_load", argumentsJson: "{}", playbook: "no_such_playbook" }).then(() => undefined, (e: unknown) => e)) as ConnectError;
+    err = await refusal(other.callTool({ name: "host_load", argumentsJson: "{}", playbook: "no_such_playbook" }));
     expect(err.code).toBe(Code.InvalidArgument);
     expect((await lastRow()).error).toContain('playbook: "no_such_playbook" is not a loaded playbook');
   });
@@ -174,10 +172,9 @@ describe("approvals of the agent's calls", () => {
     const out = await agent(alice).callTool({ name: "cache_flush", argumentsJson: "{}", sessionId: "sess-4" });
     const id = out.approval!.id;
     const approvals = (token: string) => createClient(ApprovalService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
-    const err = await approvals(alice).approve({ id }).then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(ConnectError);
-    expect((err as ConnectError).code).toBe(Code.PermissionDenied);
-    expect((err as ConnectError).rawMessage).toContain('"alice" started the agent session that requested');
+    const err = await refusal(approvals(alice).approve({ id }));
+    expect(err.code).toBe(Code.PermissionDenied);
+    expect(err.rawMessage).toContain('"alice" started the agent session that requested');
     // She still sees it (it is her session's request).
     expect((await approvals(alice).getApproval({ id })).approval?.id).toBe(id);
     const before = flushed;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
@@ -14,6 +14,7 @@ import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
 import { runOngrid } from "./support/cli.ts";
+import { refusal } from "./support/rejection.ts";
 
 let m: TestManager;
 let edge: TestEdge;
@@ -193,10 +194,9 @@ describe("a session with a model", () => {
   });
 
   it("refuses an edge that is not online in reach before anything runs", async () => {
-    const err = await diagnose(await makeUser(m, "pax", "operator"), "host is slow", "no-such-edge").then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(ConnectError);
-    expect((err as ConnectError).code).toBe(Code.InvalidArgument);
-    expect((err as ConnectError).rawMessage).toContain('edge_id: "no-such-edge" is not an online edge in your reach (rule: online)');
+    const err = await refusal(diagnose(await makeUser(m, "pax", "operator"), "host is slow", "no-such-edge"));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage).toContain('edge_id: "no-such-edge" is not an online edge in your reach (rule: online)');
   });
 
   it("records a session the caller walked away from as failed, not running", async () => {

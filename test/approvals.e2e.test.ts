@@ -19,6 +19,8 @@ import { signSop } from "../manager/sop/sop.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
+import { lastAuditRow } from "./support/audit.ts";
+import { refusal } from "./support/rejection.ts";
 
 let m: TestManager;
 let edges: TestEdge[] = [];
@@ -66,27 +68,13 @@ function exec(who: string, edgeId: string, command: string, extra: { sop?: strin
   return as[who].skills.executeSkill({ key: "exec", edgeId, input: { case: "params", value: { command } as never }, ...extra });
 }
 
-async function refusal(p: Promise<unknown>): Promise<ConnectError> {
-  const err = await p.then(
-    () => {
-      throw new Error("expected a refusal");
-    },
-    (e) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return err as ConnectError;
-}
 
 async function rowsFor(approvalId: string) {
   await m.audit.flush();
   return (await m.audit.list({ limit: 1000 })).filter((r) => r.approvalId === approvalId);
 }
 
-async function lastRow() {
-  await m.audit.flush();
-  const rows = await m.audit.list({ limit: 1000 });
-  return rows[rows.length - 1];
-}
+const lastRow = () => lastAuditRow(m);
 
 async function waitState(id: string, state: ApprovalState) {
   const ok = await waitFor(async () => (await as.admin.approvals.getApproval({ id })).approval!.state === state, 20_000);

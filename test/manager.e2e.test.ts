@@ -16,6 +16,7 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { startFakeSearx, type FakeSearx } from "./support/searxng.ts";
 import { grpcUnary } from "./support/grpc-client.ts";
 import { bearer, makeUser } from "./support/auth.ts";
+import { lastAuditRow } from "./support/audit.ts";
 
 let m: TestManager;
 let searx: FakeSearx;
@@ -55,11 +56,7 @@ async function waitForRows(n: number, timeoutMs = 10_000) {
   }
 }
 
-async function lastRow() {
-  await m.audit.flush();
-  const rows = await m.audit.list({ limit: 1000 });
-  return rows[rows.length - 1];
-}
+const lastRow = () => lastAuditRow(m);
 
 describe("one port, three clients", () => {
   it("gives the same ExecuteSkill result over gRPC (grpc-js), Connect JSON over HTTP/1.1 fetch, and a Connect client", async () => {

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { sql } from "drizzle-orm";
 import { toJson } from "@bufbuild/protobuf";
@@ -16,6 +16,8 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { startScriptedModel, type ScriptedModel } from "./support/openai-server.ts";
 import { runOngrid } from "./support/cli.ts";
+import { lastAuditRow } from "./support/audit.ts";
+import { refusal } from "./support/rejection.ts";
 
 const BODY = BODY_SECTIONS.map((s) => `## ${s}\ntext\n`).join("");
 let m: TestManager;
@@ -33,20 +35,8 @@ const clients = (token: string) => {
   return { playbooks: createClient(PlaybookService, transport), skills: createClient(SkillService, transport) };
 };
 
-async function refusal(p: Promise<unknown>): Promise<ConnectError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConnectError);
-  return err as ConnectError;
-}
 
-async function lastRow() {
-  await m.audit.flush();
-  const rows = await m.audit.list({ limit: 1000 });
-  return rows[rows.length - 1];
-}
+const lastRow = () => lastAuditRow(m);
 
 beforeAll(async () => {
   ext = mkdtempSync(join(tmpdir(), "ongrid-ext-pb-"));
