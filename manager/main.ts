@@ -18,6 +18,7 @@ import { createEdgeStore, type EdgeStore } from "./edges/store.ts";
 import { createHub, TUNNEL_PATH, type Hub } from "./tunnel/hub.ts";
 import { listen, type DualHandler } from "./server/listen.ts";
 import { routes } from "./server/routes.ts";
+import { createConsole } from "./server/console.ts";
 import { toConnectError } from "./server/errors.ts";
 import { auditUndecoded, markDecoded, requestContextValues } from "./server/undecoded-audit.ts";
 import { createIdentityStore, type IdentityStore } from "./identity/store.ts";
@@ -170,6 +171,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       })(),
     } as typeof res;
   };
+  const serveConsole = createConsole(config.server.console_dir || undefined);
   const rpc = connectNodeAdapter({
     routes: routes(core),
     readMaxBytes: config.server.max_request_bytes,
@@ -181,6 +183,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
         res.end("ok\n");
         return;
       }
+      if (serveConsole(req, res)) return;
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
     },

@@ -14,6 +14,7 @@ export const CONFIG_SCHEMA = {
         tls_cert: { type: "string", default: "", description: "PEM certificate file; with tls_key, serves TLS (HTTP/2 and HTTP/1.1 by ALPN).", env: "ONGRID_TLS_CERT" },
         tls_key: { type: "string", default: "", description: "PEM private key file for tls_cert.", env: "ONGRID_TLS_KEY" },
         max_request_bytes: { type: "integer", minimum: 1024, maximum: 268435456, default: 1048576, description: "Largest accepted request message; bigger ones are refused with RESOURCE_EXHAUSTED.", env: "ONGRID_MAX_REQUEST_BYTES" },
+        console_dir: { type: "string", default: "", description: "Directory of the built web console (index.html + assets/); empty serves dist/console, which `npm run build:web` and `npm start` build.", env: "ONGRID_CONSOLE_DIR" },
       },
     },
     tunnel: {
@@ -125,7 +126,7 @@ export const CONFIG_SCHEMA = {
 
 /** The validated configuration. */
 export interface ManagerConfig {
-  server: { host: string; port: number; tls_cert: string; tls_key: string; max_request_bytes: number };
+  server: { host: string; port: number; tls_cert: string; tls_key: string; max_request_bytes: number; console_dir: string };
   tunnel: { heartbeat_interval: string; max_frame_bytes: number };
   data_dir: string;
   database_url: string;

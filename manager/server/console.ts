@@ -1,0 +1,94 @@
+/**
+ * Serves the web console (manager/web, built by Vite into dist/console) on the manager's one port:
+ * hashed assets with long caching, index.html for every console path (the app routes itself),
+ * and a strict Content-Security-Policy on every response: the bundle needs no inline code and
+ * talks only to this origin.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { extname, join, normalize, resolve, sep } from "node:path";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+
+/** Where `npm run build:web` (and `npm start`) put the console. */
+export const DEFAULT_CONSOLE_DIR = resolve(import.meta.dirname, "..", "..", "dist", "console");
+
+/** The console's Content-Security-Policy: same-origin everything, no inline script or style, no framing. */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".json": "application/json",
+  ".woff2": "font/woff2",
+  ".txt": "text/plain; charset=utf-8",
+};
+
+/** The first path segments the single-page app answers with index.html. */
+const APP_PATHS = new Set(["", "skills", "edges", "approvals", "playbooks", "chat", "admin", "login"]);
+
+type Req = IncomingMessage | Http2ServerRequest;
+type Res = ServerResponse | Http2ServerResponse;
+
+/** A console handler: answers a request for the console and returns true, or returns false. */
+export type ConsoleHandler = (req: Req, res: Res) => boolean;
+
+/** Builds the console handler over a built console directory. */
+export function createConsole(dir = DEFAULT_CONSOLE_DIR): ConsoleHandler {
+  const root = resolve(dir);
+  const security = {
+    "content-security-policy": CONSOLE_CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cross-origin-opener-policy": "same-origin",
+  };
+  const send = (res: Res, status: number, type: string, body: Buffer | string, cache: string) => {
+    res.writeHead(status, { ...security, "content-type": type, "cache-control": cache, "content-length": Buffer.byteLength(body) });
+    (res as ServerResponse).end(body);
+  };
+  const index = () => {
+    try {
+      return readFileSync(join(root, "index.html"));
+    } catch {
+      return null;
+    }
+  };
+  return (req, res) => {
+    if (req.method !== "GET" && req.method !== "HEAD") return false;
+    const url = new URL(req.url ?? "/", "http://console");
+    const path = decodeURIComponent(url.pathname);
+    if (path.startsWith("/assets/")) {
+      const file = normalize(join(root, path));
+      if (!file.startsWith(root + sep)) return false;
+      try {
+        if (!statSync(file).isFile()) return false;
+      } catch {
+        return false;
+      }
+      send(res, 200, TYPES[extname(file)] ?? "application/octet-stream", readFileSync(file), "public, max-age=31536000, immutable");
+      return true;
+    }
+    if (!APP_PATHS.has(path.split("/")[1] ?? "")) return false;
+    const html = index();
+    if (!html) {
+      send(res, 503, "text/plain; charset=utf-8", `The web console is not built (no ${join(root, "index.html")}).\nRun \`npm run build:web\` (\`npm start\` does it), then reload.\n`, "no-store");
+      return true;
+    }
+    send(res, 200, TYPES[".html"], html, "no-store");
+    return true;
+  };
+}

@@ -1,0 +1,114 @@
+/** The console shell: login, navigation by role, and the page for the current path. */
+import { useCallback, useEffect, useMemo, useState, type ReactNode } from "react";
+import { createApi, errorText } from "./client.ts";
+import { SessionContext, can, roleName, storeToken, storedToken, useSession, type Session } from "./session.tsx";
+import { Link, navigate, usePath } from "./router.tsx";
+import { LoginPage } from "./pages/login.tsx";
+import { SkillsPage } from "./pages/skills.tsx";
+import { EdgesPage } from "./pages/edges.tsx";
+import { ApprovalsPage } from "./pages/approvals.tsx";
+import { PlaybooksPage } from "./pages/playbooks.tsx";
+import { ChatPage } from "./pages/chat.tsx";
+import { AuditPage } from "./pages/audit.tsx";
+import type { User } from "../../../proto/gen/ongrid/v1/identity_service_pb.ts";
+
+interface PageDef {
+  path: string;
+  title: string;
+  render: () => ReactNode;
+  /** Shown only when the role allows it. */
+  visible?: (c: ReturnType<typeof can>) => boolean;
+}
+
+const PAGES: PageDef[] = [
+  { path: "/skills", title: "Skills", render: () => <SkillsPage /> },
+  { path: "/edges", title: "Edges", render: () => <EdgesPage /> },
+  { path: "/approvals", title: "Approvals", render: () => <ApprovalsPage /> },
+  { path: "/playbooks", title: "Playbooks", render: () => <PlaybooksPage /> },
+  { path: "/chat", title: "Diagnose", render: () => <ChatPage /> },
+  { path: "/admin/audit", title: "Audit", render: () => <AuditPage />, visible: (c) => c.approve },
+];
+
+/** The whole console. */
+export function App() {
+  const [token, setToken] = useState<string | null>(storedToken);
+  const [user, setUser] = useState<User | null>(null);
+  const [problem, setProblem] = useState<string>("");
+  const logout = useCallback((why = "") => {
+    storeToken(null);
+    setToken(null);
+    setUser(null);
+    setProblem(why);
+  }, []);
+  const api = useMemo(() => (token ? createApi(token, () => logout("The manager no longer accepts this token; log in again.")) : null), [token, logout]);
+
+  useEffect(() => {
+    if (!api) return;
+    let live = true;
+    api.identity.whoAmI({}).then(
+      (res) => live && setUser(res.user ?? null),
+      (err) => live && logout(errorText(err)),
+    );
+    return () => {
+      live = false;
+    };
+  }, [api, logout]);
+
+  const login = (t: string) => {
+    storeToken(t);
+    setProblem("");
+    setToken(t);
+  };
+
+  if (!token || !api) return <LoginPage onLogin={login} problem={problem} />;
+  if (!user) return <p className="loading" role="status">Checking the token…</p>;
+  const session: Session = { api, user, logout: () => logout() };
+  return (
+    <SessionContext.Provider value={session}>
+      <Shell />
+    </SessionContext.Provider>
+  );
+}
+
+function Shell() {
+  const path = usePath();
+  const s = useSession();
+  const allowed = can(s.user);
+  const pages = PAGES.filter((p) => !p.visible || p.visible(allowed));
+  const page = pages.find((p) => path === p.path || path.startsWith(p.path + "/"));
+  useEffect(() => {
+    // "/" and unknown paths land on the first page.
+    if (!page) navigate(pages[0].path);
+    else document.title = `${page.title} · ongrid`;
+  }, [page, pages]);
+  return (
+    <>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">ongrid</span>
+        <nav aria-label="Console">
+          <ul>
+            {pages.map((p) => (
+              <li key={p.path}>
+                <Link to={p.path} current={p === page}>
+                  {p.title}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <span className="whoami" data-testid="whoami">
+          {s.user.id} <span className="chip">{roleName(s.user.role)}</span>
+        </span>
+        <button type="button" className="secondary" onClick={s.logout}>
+          Log out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {page ? page.render() : null}
+      </main>
+    </>
+  );
+}

@@ -1,0 +1,89 @@
+/** Small pieces every page uses: errors, chips, times and the skill result envelope. */
+import type { ReactNode } from "react";
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema, timestampDate, type Timestamp, type Value } from "@bufbuild/protobuf/wkt";
+import { SkillClass, SkillScope, type SkillResult } from "../../../proto/gen/ongrid/v1/skill_pb.ts";
+import { errorText } from "./client.ts";
+
+/** An error a call threw, announced to screen readers. */
+export function ErrorNote(props: { error: unknown; children?: ReactNode }) {
+  if (!props.error) return null;
+  return (
+    <p className="error" role="alert">
+      {props.children}
+      {errorText(props.error)}
+    </p>
+  );
+}
+
+/** A small labelled tag. */
+export function Chip(props: { children: ReactNode; kind?: string; title?: string }) {
+  return (
+    <span className={`chip ${props.kind ?? ""}`} title={props.title}>
+      {props.children}
+    </span>
+  );
+}
+
+/** "safe", "mutating", "dangerous". */
+export function className(c: SkillClass): string {
+  return c === SkillClass.MUTATING ? "mutating" : c === SkillClass.DANGEROUS ? "dangerous" : "safe";
+}
+
+/** The class badge of a skill. */
+export function ClassBadge(props: { value: SkillClass }) {
+  const name = className(props.value);
+  return <Chip kind={`class-${name}`}>{name}</Chip>;
+}
+
+/** The scope chip: edge (host) or manager. */
+export function ScopeChip(props: { value: SkillScope }) {
+  const manager = props.value === SkillScope.MANAGER;
+  return <Chip kind={manager ? "scope-manager" : "scope-edge"}>{manager ? "manager" : "edge"}</Chip>;
+}
+
+/** A protobuf timestamp as local date and time, with the ISO form on hover. */
+export function Time(props: { value?: Timestamp }) {
+  if (!props.value || (props.value.seconds === 0n && props.value.nanos === 0)) return <span className="muted">—</span>;
+  const d = timestampDate(props.value);
+  return (
+    <time dateTime={d.toISOString()} title={d.toISOString()}>
+      {d.toLocaleString()}
+    </time>
+  );
+}
+
+/** Pretty JSON for display. */
+export function json(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2);
+}
+
+/** The result envelope: success or the error with its hint, duration, truncation, output. */
+export function ResultView(props: { result: SkillResult; label?: string }) {
+  const r = props.result;
+  return (
+    <section className={`result ${r.success ? "ok" : "failed"}`} aria-label={props.label ?? "Result"} data-testid="result">
+      <p className="result-head">
+        <strong>{r.success ? "Succeeded" : "Failed"}</strong>
+        {r.edgeId ? <Chip>{r.edgeId}</Chip> : null}
+        <span className="muted">{r.durationMs} ms</span>
+        {r.truncated ? <Chip kind="warn">output truncated</Chip> : null}
+      </p>
+      {r.error ? (
+        <div className="result-error">
+          <p>
+            <code>{r.error.code}</code> {r.error.message}
+          </p>
+          {r.error.hint ? <p className="hint">Hint: {r.error.hint}</p> : null}
+        </div>
+      ) : null}
+      {r.output !== undefined ? <pre className="output">{outputText(r.output)}</pre> : null}
+    </section>
+  );
+}
+
+/** A result's output as text: a string as is, anything else as JSON. */
+export function outputText(v: Value): string {
+  const j = toJson(ValueSchema, v);
+  return typeof j === "string" ? j : json(j);
+}

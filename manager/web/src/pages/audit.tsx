@@ -1,0 +1,4 @@
+/** /audit — to be written. */
+export function AuditPage() {
+  return <h1>Audit</h1>;
+}

@@ -1,0 +1,4 @@
+/** /edges — to be written. */
+export function EdgesPage() {
+  return <h1>Edges</h1>;
+}

@@ -1,0 +1,4 @@
+/** /playbooks — to be written. */
+export function PlaybooksPage() {
+  return <h1>Playbooks</h1>;
+}

@@ -1,0 +1,136 @@
+/**
+ * Issue 8 in a real browser: the console served by a started manager, a compiled edge behind it,
+ * driven in headless Chromium. Login, the generated skill form (a run and a refused value), and
+ * the console's security headers.
+ */
+import net from "node:net";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Browser, Page } from "playwright-core";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { startEdge, type TestEdge } from "./support/edge.ts";
+import { describeInBrowser, launchBrowser, openConsole, screenshot } from "./support/browser.ts";
+import { makeUser } from "./support/auth.ts";
+
+let m: TestManager;
+let edge: TestEdge;
+let browser: Browser;
+let banner: net.Server;
+let bannerPort: number;
+
+beforeAll(async () => {
+  m = await bootManager();
+  edge = await startEdge(m, "edge-console", { labels: { env: "test" } });
+  banner = net.createServer((s) => s.end("SSH-2.0-console-test\r\n"));
+  await new Promise<void>((r) => banner.listen(0, "127.0.0.1", r));
+  bannerPort = (banner.address() as net.AddressInfo).port;
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await edge?.stop();
+  banner?.close();
+  await m?.stop();
+});
+
+async function auditCount(): Promise<number> {
+  await m.audit.flush();
+  return (await m.audit.list({ toolName: "probe_tcp", limit: 1000 })).length;
+}
+
+async function openProbeTcp(page: Page): Promise<void> {
+  await page.getByRole("link", { name: "Skills" }).click();
+  await page.getByLabel("Filter").fill("probe_tcp");
+  await page.locator('[data-skill="probe_tcp"]').click();
+  await page.getByRole("heading", { name: /probe_tcp/ }).waitFor();
+}
+
+describeInBrowser("web console", () => {
+  it("serves the console with a strict Content-Security-Policy on its one port, and answers unknown API paths as before", async () => {
+    const res = await fetch(`${m.url}/skills`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/html/);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    const html = await res.text();
+    const asset = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(asset).toBeTruthy();
+    const js = await fetch(`${m.url}${asset}`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get("content-type")).toMatch(/javascript/);
+    expect((await fetch(`${m.url}/assets/../../package.json`)).status).toBe(404);
+    expect((await fetch(`${m.url}/no/such/thing`)).status).toBe(404);
+  });
+
+  it("refuses a wrong token at login with a readable message, and logs in with a right one", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const cspErrors: string[] = [];
+    page.on("console", (msg) => msg.type() === "error" && cspErrors.push(msg.text()));
+    await page.goto(m.url);
+    await screenshot(page, "login");
+    await page.getByLabel("API token").fill("ogt_not_a_real_token");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/Unauthenticated/i);
+    await page.getByLabel("API token").fill(m.adminToken);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await expect.poll(() => page.getByTestId("whoami").textContent()).toMatch(/admin\s*admin/);
+    // landed on /skills, and nothing the page did broke the CSP
+    expect(new URL(page.url()).pathname).toBe("/skills");
+    expect(cspErrors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
+    await context.close();
+  });
+
+  it("runs probe_tcp on an edge from its generated form and shows the result envelope", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken);
+    await openProbeTcp(page);
+    // the form is generated from the param schema: both fields, required, with their descriptions
+    await expect.poll(() => page.locator("#param_host").count()).toBe(1);
+    await expect.poll(() => page.locator("#param_port").getAttribute("type")).toBe("number");
+    await page.getByLabel("Edge", { exact: true }).selectOption("edge-console");
+    const before = await auditCount();
+    await page.locator("#param_host").fill("127.0.0.1");
+    await page.locator("#param_port").fill(String(bannerPort));
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    const result = page.getByTestId("result");
+    await result.waitFor();
+    await expect.poll(() => result.textContent()).toMatch(/Succeeded/);
+    expect(await result.textContent()).toContain("edge-console");
+    expect(await result.textContent()).toContain("SSH-2.0-console-test");
+    expect(await auditCount()).toBe(before + 1);
+    await screenshot(page, "skills");
+    await page.context().close();
+  });
+
+  it("refuses an out-of-range port in the form, naming the field, and sends nothing", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken);
+    await openProbeTcp(page);
+    const before = await auditCount();
+    await page.locator("#param_host").fill("127.0.0.1");
+    await page.locator("#param_port").fill("70000");
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    const fieldError = page.locator("#param_port__error");
+    await fieldError.waitFor();
+    expect(await fieldError.textContent()).toMatch(/must be <= 65535/);
+    await expect.poll(() => page.locator(".panel.errors").textContent()).toMatch(/port/);
+    expect(await page.getByTestId("result").count()).toBe(0);
+    expect(await auditCount()).toBe(before);
+    await screenshot(page, "skills-invalid");
+    await page.context().close();
+  });
+
+  it("shows a viewer the skills but does not let the viewer run a mutating one, and hides the audit page", async () => {
+    const token = await makeUser(m, "vera", "viewer");
+    const page = await openConsole(browser, m.url, token);
+    expect(await page.getByRole("link", { name: "Audit" }).count()).toBe(0);
+    await page.getByLabel("Filter").fill("exec");
+    await page.locator('[data-skill="exec"]').click();
+    await page.getByRole("heading", { name: /exec/ }).waitFor();
+    expect(await page.getByRole("button", { name: "Run", exact: true }).isDisabled()).toBe(true);
+    expect(await page.locator("text=Your role may not run").count()).toBe(1);
+    await page.context().close();
+  });
+});
