@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // Builds the web console (manager/web) with Vite into dist/console, unless the build is newer than
 // every source it comes from. `--force` always builds. `npm start` runs this first.
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "..");
 const web = join(root, "manager", "web");
-const out = join(root, "dist", "console", "index.html");
+const dir = join(root, "dist", "console");
+const out = join(dir, "index.html");
 const force = process.argv.includes("--force");
 
 /** Newest modification time under the given paths (files or directories). */
@@ -34,5 +35,12 @@ try {
   process.exit(1);
 }
 const started = Date.now();
-await vite.build({ configFile: join(web, "vite.config.ts"), logLevel: "warn" });
+// Build beside the served directory and swap it in, so a manager serving dist/console (another
+// test run, a running `npm start`) never sees a half-written build.
+const tmp = `${dir}.tmp-${process.pid}`;
+const old = `${dir}.old-${process.pid}`;
+await vite.build({ configFile: join(web, "vite.config.ts"), logLevel: "warn", build: { outDir: tmp, emptyOutDir: true } });
+if (existsSync(dir)) renameSync(dir, old);
+renameSync(tmp, dir);
+rmSync(old, { recursive: true, force: true });
 console.log(`built the web console into dist/console in ${((Date.now() - started) / 1000).toFixed(1)} s`);
