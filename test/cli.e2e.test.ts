@@ -178,16 +178,21 @@ describe("against a running manager", () => {
 });
 
 describe("npm start", () => {
-  it("starts the manager on embedded PGlite with a local edge, and serves ListSkills with host skills", async () => {
+  it("starts the manager on embedded PGlite with a local edge, serves ListSkills with host skills, and the web console on the same port", async () => {
     const data = join(dir, "start");
     const { child, match, output } = await startAndWaitFor(
       "npm",
       ["start", "--", "--port", "0", "--data", data],
-      new RegExp(`${BOOTSTRAP_TOKEN.source}[^]*?local edge "(\\S+)" started; try: .* --manager (http://\\S+)`),
+      new RegExp(`${BOOTSTRAP_TOKEN.source}[^]*?local edge "(\\S+)" started; try: .* --manager (http://\\S+)[^]*?web console: (http://\\S+) \\(log in`),
       { env: { DATABASE_URL: "" } },
     );
-    const [, token, edgeId, url] = match;
+    const [, token, edgeId, url, consoleUrl] = match;
     try {
+      // `npm start` built the console (prestart) and the manager serves it on its one port
+      expect(consoleUrl).toBe(`${url}/`);
+      const page = await fetch(consoleUrl);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toMatch(/<div id="root">/);
       // the printed token is what lets a caller in: without it the manager answers 401
       const anonymous = await fetch(`${url}/ongrid.v1.SkillService/ListSkills`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
       expect(anonymous.status).toBe(401);

@@ -3,6 +3,7 @@
  * driven in headless Chromium. Login, the generated skill form (a run and a refused value), and
  * the console's security headers.
  */
+import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
@@ -119,6 +120,78 @@ describeInBrowser("web console", () => {
     expect(await page.getByTestId("result").count()).toBe(0);
     expect(await auditCount()).toBe(before);
     await screenshot(page, "skills-invalid");
+    await page.context().close();
+  });
+
+  it("fans probe_http out to edges by label and shows each edge's result as it arrives, then the summary", async () => {
+    const web1 = await startEdge(m, "edge-web-1", { labels: { fleet: "web" } });
+    const web2 = await startEdge(m, "edge-web-2", { labels: { fleet: "web" } });
+    // The second request is held until the test has seen the first result in the page.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let seen = 0;
+    const server = http.createServer(async (req, res) => {
+      if (++seen === 2) await held;
+      res.end("ok");
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const page = await openConsole(browser, m.url, m.adminToken);
+      await page.getByLabel("Filter").fill("probe_http");
+      await page.locator('[data-skill="probe_http"]').click();
+      await page.getByRole("radio", { name: /Edges by label/ }).check();
+      await page.getByLabel("Label selector").fill("fleet=web");
+      await page.locator("#param_url").fill(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}/health`);
+      await page.getByRole("button", { name: "Run on matching edges" }).click();
+      const table = page.getByTestId("fanout");
+      await expect.poll(() => table.locator("tbody tr").count()).toBe(1);
+      expect(await table.getByRole("status").textContent()).toMatch(/1 edge answered so far/);
+      await screenshot(page, "skills-fanout");
+      release();
+      await expect.poll(() => table.getByRole("status").textContent()).toMatch(/2 edges: 2 succeeded, 0 failed/);
+      expect(await table.locator("tbody tr").count()).toBe(2);
+      expect((await table.locator("tbody tr").allTextContents()).map((t) => t.slice(0, 10)).sort()).toEqual(["edge-web-1", "edge-web-2"]);
+      await page.context().close();
+    } finally {
+      release();
+      server.close();
+      await web1.stop();
+      await web2.stop();
+    }
+  });
+
+  it("is usable from the keyboard alone: pick a skill, fill its form and submit with Enter", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken);
+    await page.getByLabel("Filter").focus();
+    await page.keyboard.type("probe_tcp");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("data-skill"))).toBe("probe_tcp");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: /probe_tcp/ }).waitFor();
+    const tabTo = async (id: string) => {
+      for (let i = 0; i < 40; i++) {
+        if ((await page.evaluate(() => document.activeElement?.id)) === id) return;
+        await page.keyboard.press("Tab");
+      }
+      throw new Error(`Tab never reached #${id}`);
+    };
+    await tabTo("param_host");
+    await page.keyboard.type("127.0.0.1");
+    await tabTo("param_port");
+    await page.keyboard.type(String(bannerPort));
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.getByTestId("result").textContent()).toMatch(/Succeeded/);
+    await page.context().close();
+  });
+
+  it("fits a narrow window: no sideways scrolling, navigation and the form still reachable", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken, { width: 390, height: 800 });
+    await openProbeTcp(page);
+    const { scrollWidth, clientWidth } = await page.evaluate(() => ({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth }));
+    expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
+    expect(await page.locator("#param_host").isVisible()).toBe(true);
+    for (const name of ["Skills", "Edges", "Approvals", "Playbooks", "Diagnose", "Audit"]) expect(await page.getByRole("link", { name, exact: true }).isVisible()).toBe(true);
+    await screenshot(page, "skills-narrow");
     await page.context().close();
   });
 

@@ -1,5 +1,6 @@
 import { diagnoseCommand } from "./diagnose.ts";
 /** The `ongrid` command line: the manager server, skills and audit commands. */
+import { DEFAULT_CONSOLE_DIR, consoleBuilt } from "../server/console.ts";
 import { playbooksCommand, routeCommand } from "./playbooks.ts";
 import { Command, CommanderError } from "commander";
 import { OngridError } from "../../skill/errors.ts";
@@ -58,6 +59,9 @@ function managerCommand(): Command {
         });
         if (localEdge) console.log(`local edge "${localEdge.id}" started; try: npx ongrid skills run host_load --edge ${localEdge.id} --manager ${manager.url}`);
       }
+      const consoleDir = config.server.console_dir || DEFAULT_CONSOLE_DIR;
+      if (consoleBuilt(consoleDir)) console.log(`web console: ${manager.url}/ (log in with an API token)`);
+      else console.log(`web console: not built (no ${consoleDir}/index.html); run \`npm run build:web\` (npm start does it) to serve it at ${manager.url}/`);
       console.log(
         `try: curl -s -X POST -H 'content-type: application/json' -H "authorization: Bearer ${manager.bootstrapToken ?? "$ONGRID_TOKEN"}" -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`,
       );

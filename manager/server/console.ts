@@ -4,7 +4,7 @@
  * and a strict Content-Security-Policy on every response: the bundle needs no inline code and
  * talks only to this origin.
  */
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { extname, join, normalize, resolve, sep } from "node:path";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -39,6 +39,11 @@ const TYPES: Record<string, string> = {
 
 /** The first path segments the single-page app answers with index.html. */
 const APP_PATHS = new Set(["", "skills", "edges", "approvals", "playbooks", "chat", "admin", "login"]);
+
+/** Whether a built console is in `dir` (so the start-up banner can say where it is, or how to build it). */
+export function consoleBuilt(dir = DEFAULT_CONSOLE_DIR): boolean {
+  return existsSync(join(dir, "index.html"));
+}
 
 type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;

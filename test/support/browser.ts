@@ -52,6 +52,6 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const dir = process.env.ONGRID_SCREENSHOTS === "1" ? join(ROOT, "docs", "screenshots") : join(ROOT, "dist", "screenshots");
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: false });
+  await page.screenshot({ path: file, fullPage: true });
   return file;
 }

@@ -3,7 +3,7 @@
  * its param schema (react-jsonschema-form); run on one edge, or on several by label with the
  * results streaming in; the result envelope rendered.
  */
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import Form from "@rjsf/core";
 import type { IChangeEvent } from "@rjsf/core";
 import type { RJSFSchema, UiSchema } from "@rjsf/utils";
@@ -110,6 +110,12 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
   const allowed = can(user);
   const mayRun = skill.class === SkillClass.SAFE || skill.class === SkillClass.UNSPECIFIED || allowed.operate;
   const fanOut = host && target === "many";
+  const results = useRef<HTMLDivElement>(null);
+  const hasOutcome = outcome !== null || error !== null;
+  useEffect(() => {
+    // The form can be long: bring the answer into view when it starts to arrive.
+    if (hasOutcome) results.current?.scrollIntoView({ block: "nearest" });
+  }, [hasOutcome]);
 
   const run = async (e: IChangeEvent) => {
     setError(null);
@@ -223,7 +229,7 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
         focusOnFirstError
         idPrefix="param"
       />
-      <div aria-live="polite">
+      <div aria-live="polite" ref={results}>
         <ErrorNote error={error}>Refused: </ErrorNote>
         {outcome?.kind === "result" ? <ExecuteOutcome res={outcome.res} /> : null}
         {outcome?.kind === "fanout" ? <FanOutTable rows={outcome.rows} summary={outcome.summary} running={running} /> : null}
