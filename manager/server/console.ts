@@ -6,8 +6,8 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { extname, join, normalize, resolve, sep } from "node:path";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { IncomingMessage } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
 
 /** Where `npm run build:web` (and `npm start`) put the console. */
 export const DEFAULT_CONSOLE_DIR = resolve(import.meta.dirname, "..", "..", "dist", "console");
@@ -45,8 +45,12 @@ export function consoleBuilt(dir = DEFAULT_CONSOLE_DIR): boolean {
   return existsSync(join(dir, "index.html"));
 }
 
-type Req = IncomingMessage | Http2ServerRequest;
-type Res = ServerResponse | Http2ServerResponse;
+/** What the handler needs of a request and a response (node:http and node:http2 compat both fit). */
+type Req = Pick<IncomingMessage | Http2ServerRequest, "method" | "url">;
+interface Res {
+  writeHead(status: number, headers: Record<string, string | number>): unknown;
+  end(body: Buffer | string): unknown;
+}
 
 /** A console handler: answers a request for the console and returns true, or returns false. */
 export type ConsoleHandler = (req: Req, res: Res) => boolean;
@@ -63,7 +67,7 @@ export function createConsole(dir = DEFAULT_CONSOLE_DIR): ConsoleHandler {
   };
   const send = (res: Res, status: number, type: string, body: Buffer | string, cache: string) => {
     res.writeHead(status, { ...security, "content-type": type, "cache-control": cache, "content-length": Buffer.byteLength(body) });
-    (res as ServerResponse).end(body);
+    res.end(body);
   };
   const index = () => {
     try {
