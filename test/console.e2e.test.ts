@@ -165,12 +165,12 @@ describeInBrowser("web console", () => {
     await page.getByLabel("Filter").focus();
     await page.keyboard.type("probe_tcp");
     await page.keyboard.press("Tab");
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("data-skill"))).toBe("probe_tcp");
+    expect(await page.evaluate<string | null | undefined>("document.activeElement?.getAttribute('data-skill')")).toBe("probe_tcp");
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { name: /probe_tcp/ }).waitFor();
     const tabTo = async (id: string) => {
       for (let i = 0; i < 40; i++) {
-        if ((await page.evaluate(() => document.activeElement?.id)) === id) return;
+        if ((await page.evaluate<string | undefined>("document.activeElement?.id")) === id) return;
         await page.keyboard.press("Tab");
       }
       throw new Error(`Tab never reached #${id}`);
@@ -187,7 +187,7 @@ describeInBrowser("web console", () => {
   it("fits a narrow window: no sideways scrolling, navigation and the form still reachable", async () => {
     const page = await openConsole(browser, m.url, m.adminToken, { width: 390, height: 800 });
     await openProbeTcp(page);
-    const { scrollWidth, clientWidth } = await page.evaluate(() => ({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth }));
+    const { scrollWidth, clientWidth } = await page.evaluate<{ scrollWidth: number; clientWidth: number }>("({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth })");
     expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
     expect(await page.locator("#param_host").isVisible()).toBe(true);
     for (const name of ["Skills", "Edges", "Approvals", "Playbooks", "Diagnose", "Audit"]) expect(await page.getByRole("link", { name, exact: true }).isVisible()).toBe(true);

@@ -16,7 +16,10 @@ const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "
 
 /** `describe` that runs where Chromium exists, skips with the reason elsewhere, fails under CI. */
 export function describeInBrowser(name: string, fn: () => void): void {
-  if (existsSync(CHROMIUM)) return describe(name, fn);
+  if (existsSync(CHROMIUM)) {
+    describe(name, fn);
+    return;
+  }
   const why = `no Chromium at ${CHROMIUM} (install Debian's chromium package, or set ONGRID_CHROMIUM)`;
   if (process.env.CI === "true") {
     describe(name, () => {
