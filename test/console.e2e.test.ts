@@ -80,7 +80,7 @@ describeInBrowser("web console", () => {
     await page.getByRole("button", { name: "Log in" }).click();
     await expect.poll(() => page.getByTestId("whoami").textContent()).toMatch(/admin\s*admin/);
     // landed on /skills, and nothing the page did broke the CSP
-    expect(new URL(page.url()).pathname).toBe("/skills");
+    await expect.poll(() => new URL(page.url()).pathname).toBe("/skills");
     expect(cspErrors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
     await context.close();
   });
