@@ -95,10 +95,16 @@ async function failure(spec: PackSkillSpec, params: Record<string, unknown> = {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The content of a file a pack writes, once complete: `echo $$ > f` creates the file before it
+ * writes the line, so an empty or unterminated read is not an answer yet (an empty pid read as
+ * Number("") = 0 would make the cleanup's kill(0, SIGKILL) kill the test runner's process group).
+ */
 async function waitForFile(file: string, ms = 10_000): Promise<string> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (existsSync(file)) return readFileSync(file, "utf8").trim();
+    const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+    if (text.endsWith("\n") && text.trim()) return text.trim();
     await sleep(20);
   }
   throw new Error(`${file} did not appear within ${ms} ms`);
@@ -139,6 +145,11 @@ function ignoresTerm(pid: number): boolean {
 
 /** Pids we must not leave behind if an assertion fails half way. */
 const started: number[] = [];
+/** Records pids for cleanup; refuses anything but real pids (0 or -1 would signal whole groups). */
+function track(...pids: number[]): void {
+  for (const pid of pids) if (!Number.isInteger(pid) || pid <= 1) throw new Error(`not a pid to clean up: ${pid}`);
+  started.push(...pids);
+}
 afterEach(() => {
   for (const pid of started.splice(0)) {
     try {
@@ -177,7 +188,7 @@ function stubbornPack(manifest: Record<string, unknown> = {}): { spec: PackSkill
 async function stubbornPids(pidFile: string): Promise<number[]> {
   const pids = (await waitForFile(pidFile)).split(" ").map(Number);
   expect(pids).toHaveLength(3);
-  started.push(...pids);
+  track(...pids);
   for (const pid of pids) expect(gone(pid)).toBe(false);
   // Only SIGKILL can end them: the test proves the escalation, not just a polite SIGTERM.
   expect(ignoresTerm(pids[0])).toBe(true);
@@ -259,7 +270,7 @@ describe("runPack: the result of a real pack", () => {
     const spec = script(`#!/bin/bash\ntrap '' TERM\nsleep 600 &\necho $! > ${pidFile}\necho '{"output": "left a job"}'\n`);
     expect(await runPack(spec, ctx(), {})).toBe("left a job");
     const pid = Number(await waitForFile(pidFile));
-    started.push(pid);
+    track(pid);
     await expectAllGone([pid]);
   });
 
@@ -391,7 +402,7 @@ describe("runPack: failures of the pack", () => {
     expect(err.message).toBe(`pack "${spec.key}" wrote more than 1024 bytes to stdout`);
     expect(err.hint).not.toMatch(/timeout/);
     const pid = Number(await waitForFile(pidFile));
-    started.push(pid);
+    track(pid);
     await expectAllGone([pid], 500);
   });
 
@@ -436,7 +447,7 @@ describe("runPack: failures of the pack", () => {
     const t0 = Date.now();
     const running = failure(spec, {}, ctx({ signal: ac.signal }));
     const pid = Number(await waitForFile(pidFile));
-    started.push(pid);
+    track(pid);
     ac.abort();
     const err = await running;
     expect(Date.now() - t0).toBeLessThan(5_000);
