@@ -5,6 +5,9 @@
  */
 import http from "node:http";
 import net from "node:net";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { bootManager, type TestManager } from "./support/manager.ts";
@@ -17,9 +20,55 @@ let edge: TestEdge;
 let browser: Browser;
 let banner: net.Server;
 let bannerPort: number;
+let packDir: string;
+
+/** A manager pack whose raw JSON schema has an array of objects holding an array, and a nested object; it echoes its params. */
+function writeEchoPack(): string {
+  const dir = mkdtempSync(join(tmpdir(), "ongrid-console-pack-"));
+  const rawSchema = {
+    type: "object",
+    additionalProperties: false,
+    required: ["targets"],
+    properties: {
+      targets: {
+        type: "array",
+        description: "Hosts to check.",
+        minItems: 1,
+        items: {
+          type: "object",
+          additionalProperties: false,
+          required: ["host"],
+          properties: { host: { type: "string", minLength: 1, description: "Host name." }, ports: { type: "array", items: { type: "integer", minimum: 1, maximum: 65535 }, description: "Ports." } },
+        },
+      },
+      options: { type: "object", description: "Tuning.", properties: { retries: { type: "integer", minimum: 0, maximum: 5, default: 1, description: "Retries." }, mode: { type: "string", enum: ["fast", "thorough"], default: "fast", description: "How hard to look." } } },
+    },
+  };
+  writeFileSync(
+    join(dir, "skill.json"),
+    JSON.stringify({
+      skills: [
+        {
+          key: "echo_targets",
+          name: "Echo targets",
+          description: "Returns the targets it was given. Use to check how a form with nested params is sent.",
+          class: "safe",
+          scope: "manager",
+          category: "test",
+          raw_schema: rawSchema,
+          executable: "echo.py",
+        },
+      ],
+    }),
+  );
+  writeFileSync(join(dir, "echo.py"), "#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps({'output': json.load(sys.stdin)}))\n");
+  chmodSync(join(dir, "echo.py"), 0o755);
+  return dir;
+}
 
 beforeAll(async () => {
-  m = await bootManager();
+  packDir = writeEchoPack();
+  m = await bootManager({ "packs.dirs": packDir });
   edge = await startEdge(m, "edge-console", { labels: { env: "test" } });
   banner = net.createServer((s) => s.end("SSH-2.0-console-test\r\n"));
   await new Promise<void>((r) => banner.listen(0, "127.0.0.1", r));
@@ -32,6 +81,7 @@ afterAll(async () => {
   await edge?.stop();
   banner?.close();
   await m?.stop();
+  rmSync(packDir, { recursive: true, force: true });
 });
 
 async function auditCount(): Promise<number> {
@@ -192,6 +242,35 @@ describeInBrowser("web console", () => {
     expect(await page.locator("#param_host").isVisible()).toBe(true);
     for (const name of ["Skills", "Edges", "Approvals", "Playbooks", "Diagnose", "Audit"]) expect(await page.getByRole("link", { name, exact: true }).isVisible()).toBe(true);
     await screenshot(page, "skills-narrow");
+    await page.context().close();
+  });
+
+  it("builds a form for a raw JSON schema with an array of objects, a nested array and a nested object, and sends what was entered", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken);
+    await page.getByLabel("Filter").fill("echo_targets");
+    await page.locator('[data-skill="echo_targets"]').click();
+    await page.getByRole("heading", { name: /echo_targets/ }).waitFor();
+    // a manager skill: no edge to choose
+    expect(await page.getByLabel("Edge", { exact: true }).count()).toBe(0);
+    // defaults of the nested object are filled in
+    expect(await page.locator("#param_options_retries").inputValue()).toBe("1");
+    expect(await page.locator("#param_options_mode option:checked").textContent()).toBe("fast");
+    // minItems: 1 gives the first target; its ports array starts empty and grows by "Add item"
+    await page.locator("#param_targets_0_host").fill("db-1");
+    await page.locator("#param_targets_0_ports__add").getByText("Add item").click();
+    await page.locator("#param_targets_0_ports_0").fill("5432");
+    await page.locator("#param_targets_0_ports__add").click();
+    await page.locator("#param_targets_0_ports_1").fill("6432");
+    await page.locator("#param_options_mode").selectOption({ label: "thorough" });
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    await expect.poll(() => page.getByTestId("result").textContent()).toMatch(/Succeeded/);
+    const echoed = JSON.parse((await page.getByTestId("result").locator("pre.output").textContent()) ?? "null");
+    expect(echoed).toEqual({ targets: [{ host: "db-1", ports: [5432, 6432] }], options: { retries: 1, mode: "thorough" } });
+    // a nested value out of range is refused in the form, at its own field
+    await page.locator("#param_targets_0_ports_1").fill("70000");
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    await expect.poll(() => page.locator("#param_targets_0_ports_1__error").textContent()).toMatch(/must be <= 65535/);
+    await screenshot(page, "skills-nested");
     await page.context().close();
   });
 

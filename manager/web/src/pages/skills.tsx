@@ -15,6 +15,7 @@ import { useSession, can } from "../session.tsx";
 import { Link, navigate, usePath } from "../router.tsx";
 import { ClassBadge, ErrorNote, ResultView, ScopeChip, Chip, outputText } from "../components.tsx";
 import { formValidator } from "../validator.ts";
+import { formButtons } from "../form-buttons.tsx";
 
 /** The skills page: the list, and the selected skill's form. */
 export function SkillsPage() {
@@ -221,9 +222,15 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
         schema={schema}
         uiSchema={uiSchema}
         validator={formValidator}
+        templates={{ ButtonTemplates: formButtons }}
         formData={formData}
         onChange={(e) => setFormData(e.formData)}
         onSubmit={run}
+        onError={() => {
+          // a refused form sent nothing: an earlier run's answer must not look like this one's
+          setOutcome(null);
+          setError(null);
+        }}
         showErrorList="top"
         noHtml5Validate
         focusOnFirstError
