@@ -223,15 +223,13 @@ describe("structured", () => {
 
   it("times out on a hanging server, using model.timeout or the per-call timeoutMs", async () => {
     await start({ hang: true }, { hang: true });
-    const started = Date.now();
+    // The server never answers: only the 200 ms bound can end these calls before the test's own
+    // 10 s limit (the second call's model.timeout is 30 s, so it must be the per-call bound).
     const err = await failure(client({ timeout: "200ms" }).structured(REQ));
     expect(err.failure).toBe("timeout");
-    expect(Date.now() - started).toBeLessThan(5000);
 
-    const overridden = Date.now();
     const err2 = await failure(client({ timeout: "30s" }).structured({ ...REQ, timeoutMs: 200 }));
     expect(err2.failure).toBe("timeout");
-    expect(Date.now() - overridden).toBeLessThan(5000);
     expect(model.requests).toHaveLength(2);
   }, 10_000);
 
@@ -492,15 +490,12 @@ describe("chat", () => {
 
   it("times out on a hanging server, using model.timeout or the per-call timeoutMs", async () => {
     await start({ hang: true }, { hang: true });
-    const started = Date.now();
+    // As for structured(): only the 200 ms bounds can end these calls within the test's 10 s.
     const err = await failure(client({ timeout: "200ms" }).chat(CHAT));
     expect(err.failure).toBe("timeout");
-    expect(Date.now() - started).toBeLessThan(5000);
 
-    const overridden = Date.now();
     const err2 = await failure(client({ timeout: "30s" }).chat({ ...CHAT, timeoutMs: 200 }));
     expect(err2.failure).toBe("timeout");
-    expect(Date.now() - overridden).toBeLessThan(5000);
     expect(model.requests).toHaveLength(2);
   }, 10_000);
 
