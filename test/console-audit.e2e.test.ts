@@ -85,10 +85,10 @@ afterAll(async () => {
   await m?.stop();
 });
 
-/** The seqs the server lists for a filter. */
+/** The seqs the server lists for a filter, in the timeline's default order (newest first). */
 async function expected(filter: AuditFilter): Promise<number[]> {
   await m.audit.flush();
-  return (await m.audit.list({ ...filter, limit: 1000 })).map((r) => r.seq);
+  return (await m.audit.list({ ...filter, limit: 1000 })).map((r) => r.seq).reverse();
 }
 
 /** The seqs of the rows the timeline shows, once it has loaded. */
@@ -182,7 +182,7 @@ describeInBrowser("console: audit log", () => {
     await expect.poll(() => query(page), POLL).toEqual({});
     await page.getByLabel("Session", { exact: true }).fill("inc-1");
     await page.getByRole("button", { name: "Apply filters" }).click();
-    await expect.poll(() => shown(page), POLL).toEqual([seq.olgaProbeA, seq.olgaLoadB, seq.olgaProbeB]);
+    await expect.poll(() => shown(page), POLL).toEqual([seq.olgaProbeB, seq.olgaLoadB, seq.olgaProbeA]);
     expect(query(page)).toEqual({ session: "inc-1" });
 
     // a decision: the one parked call
@@ -197,7 +197,7 @@ describeInBrowser("console: audit log", () => {
     await page.goBack();
     await expect.poll(() => shown(page), POLL).toEqual(await expected({}));
     await page.goBack();
-    await expect.poll(() => shown(page), POLL).toEqual([seq.olgaProbeA, seq.olgaLoadB, seq.olgaProbeB]);
+    await expect.poll(() => shown(page), POLL).toEqual([seq.olgaProbeB, seq.olgaLoadB, seq.olgaProbeA]);
     expect(await page.getByLabel("Session", { exact: true }).inputValue()).toBe("inc-1");
     await page.context().close();
   });
@@ -242,7 +242,7 @@ describeInBrowser("console: audit log", () => {
     await m.audit.flush();
     const rows = await m.audit.list({ userId: "olga", limit: 1000 });
     expect(rows.map((r) => r.seq)).toEqual([seq.olgaProbeA, seq.olgaLoadB, seq.olgaProbeB, seq.olgaRestart]);
-    await expect.poll(() => shown(page), POLL).toEqual(rows.map((r) => r.seq));
+    await expect.poll(() => shown(page), POLL).toEqual(rows.map((r) => r.seq).reverse());
 
     const [jsonl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export JSON Lines" }).click()]);
     expect(jsonl.suggestedFilename()).toMatch(/^ongrid-audit-user-olga-\d{8}T\d{6}Z\.jsonl$/);
@@ -277,14 +277,23 @@ describeInBrowser("console: audit log", () => {
     expect(want).toHaveLength(130);
     const page = await openAt("alice", "/admin/audit?tool=no_such_skill");
     await expect.poll(() => shown(page), POLL).toEqual(want.slice(0, 100));
-    expect(await page.getByTestId("audit-count").textContent()).toBe("Showing 100 matching rows, oldest first; more follow.");
+    expect(await page.getByTestId("audit-count").textContent()).toBe("Showing 100 matching rows, newest first; more follow.");
     await page.getByRole("button", { name: "Load 100 more" }).click();
     await expect.poll(() => shown(page), POLL).toEqual(want);
-    expect(await page.getByTestId("audit-count").textContent()).toBe("Showing 130 matching rows, oldest first — all that match.");
+    expect(await page.getByTestId("audit-count").textContent()).toBe("Showing 130 matching rows, newest first — all that match.");
     expect(await page.getByRole("button", { name: "Load 100 more" }).count()).toBe(0);
+    // the export is in seq order, as `ongrid audit export` writes it
     const [jsonl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export JSON Lines" }).click()]);
     const lines = readFileSync((await jsonl.path())!, "utf8").trim().split("\n");
-    expect(lines.map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual(want);
+    expect(lines.map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual([...want].reverse());
+    // oldest first, from the Order field, pages forwards
+    await page.getByLabel("Order").selectOption("oldest");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => shown(page), POLL).toEqual([...want].reverse().slice(0, 100));
+    expect(query(page)).toEqual({ tool: "no_such_skill", order: "oldest" });
+    expect(await page.getByTestId("audit-count").textContent()).toBe("Showing 100 matching rows, oldest first; more follow.");
+    await page.getByRole("button", { name: "Load 100 more" }).click();
+    await expect.poll(() => shown(page), POLL).toEqual([...want].reverse());
     await page.context().close();
   });
 
@@ -306,7 +315,8 @@ describeInBrowser("console: audit log", () => {
   });
 
   it("after a row is edited in the database, Verify chain reports the chain broken at that seq and marks the row", async () => {
-    const page = await openAt("alice", "/admin/audit");
+    // newest first, the victim is under the paging test's 130 rows: filter to its tool
+    const page = await openAt("alice", "/admin/audit?tool=probe_tcp");
     const status = page.getByTestId("chain-status");
     await expect.poll(() => status.textContent(), POLL).toMatch(/Chain intact through seq \d+/);
     await expect.poll(() => shown(page), POLL).toContain(seq.paulProbeB);

@@ -153,6 +153,15 @@ describeInBrowser("web console", () => {
     expect(await result.textContent()).toContain("SSH-2.0-console-test");
     expect(await auditCount()).toBe(before + 1);
     await screenshot(page, "skills");
+    // the audit row's number links to the timeline, filtered to this caller, skill and edge
+    const link = page.getByRole("link", { name: /^Audit row #\d+$/ });
+    const seq = Number((await link.textContent())!.replace(/\D/g, ""));
+    await m.audit.flush();
+    const [row] = await m.audit.list({ afterSeq: seq - 1, limit: 1 });
+    expect(row).toMatchObject({ seq, toolName: "probe_tcp", deviceId: "edge-console", callerUserId: "admin" });
+    await link.click();
+    await expect.poll(() => new URL(page.url()).searchParams.toString()).toBe("tool=probe_tcp&user=admin&edge=edge-console");
+    await expect.poll(() => page.getByTestId("audit-row").first().getAttribute("data-seq")).toBe(String(seq));
     await page.context().close();
   });
 

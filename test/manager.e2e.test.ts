@@ -334,6 +334,13 @@ describe("audit: one row per outcome, redacted, hash-chained", () => {
     const list = await audit.listToolCalls({ toolName: "web_search", limit: 3 });
     expect(list.toolCalls.length).toBe(3);
     expect(list.toolCalls.every((t) => t.toolName === "web_search")).toBe(true);
+    // newest first: the head row leads, and next_before_seq pages towards older rows
+    const newest = await audit.listToolCalls({ newestFirst: true, limit: 2 });
+    expect(newest.toolCalls.map((t) => Number(t.seq))).toEqual([head.seq, head.seq - 1]);
+    expect(Number(newest.nextBeforeSeq)).toBe(head.seq - 1);
+    expect(newest.nextAfterSeq).toBe(0n);
+    const older = await audit.listToolCalls({ newestFirst: true, beforeSeq: newest.nextBeforeSeq, limit: 2 });
+    expect(older.toolCalls.map((t) => Number(t.seq))).toEqual([head.seq - 2, head.seq - 3]);
     const victim = Number(list.toolCalls[1].seq);
     await m.database.db.execute(sql`update tool_calls set args_json = '{"query":"nothing to see"}'::jsonb where seq = ${victim}`);
     const bad = await audit.verifyChain({});

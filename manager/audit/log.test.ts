@@ -105,6 +105,11 @@ describeBothBackends("audit log", (backend) => {
     expect(seqs(await audit.list({ toolName: "service_restart", edgeId: "edge-b" }))).toEqual([4]);
     expect(seqs(await audit.list({ afterSeq: 2, limit: 2 }))).toEqual([3, 4]);
     expect(seqs(await audit.list({ afterSeq: 4, limit: 2 }))).toEqual([5]);
+    // newest first, paged backwards with beforeSeq; filters still apply
+    expect(seqs(await audit.list({ newestFirst: true, limit: 2 }))).toEqual([5, 4]);
+    expect(seqs(await audit.list({ newestFirst: true, beforeSeq: 4, limit: 2 }))).toEqual([3, 2]);
+    expect(seqs(await audit.list({ newestFirst: true, beforeSeq: 2, limit: 2 }))).toEqual([1]);
+    expect(seqs(await audit.list({ newestFirst: true, sessionId: "s2" }))).toEqual([5, 3]);
     await expect(audit.list({ limit: -1 })).rejects.toThrow(/limit must be an integer/);
     expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 5, firstBrokenSeq: 0, lastSeq: 5, lastRowHash: last.rowHash });
   });

@@ -142,12 +142,15 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     if (filter.afterSeq !== undefined && filter.afterSeq !== 0) {
       where.push(gt(toolCalls.seq, checkInt(filter.afterSeq, "afterSeq", 0)));
     }
+    if (filter.beforeSeq !== undefined && filter.beforeSeq !== 0) {
+      where.push(lt(toolCalls.seq, checkInt(filter.beforeSeq, "beforeSeq", 0)));
+    }
     const limit = filter.limit === undefined || filter.limit === 0 ? DEFAULT_LIMIT : checkInt(filter.limit, "limit", 1, MAX_LIMIT);
     const rows = await db
       .select()
       .from(toolCalls)
       .where(where.length > 0 ? and(...where) : undefined)
-      .orderBy(asc(toolCalls.seq))
+      .orderBy(filter.newestFirst ? desc(toolCalls.seq) : asc(toolCalls.seq))
       .limit(limit);
     return rows.map(fromDbRow);
   }

@@ -50,6 +50,10 @@ export interface AuditFilter {
   decision?: string;
   /** Only rows with seq greater than this. */
   afterSeq?: number;
+  /** Only rows with seq less than this. */
+  beforeSeq?: number;
+  /** Descending seq (newest first); ascending by default. */
+  newestFirst?: boolean;
   /** Page size, default 100, at most 1000. */
   limit?: number;
 }

@@ -26,10 +26,12 @@ export function createAuditService(deps: { audit: AuditLog }): ServiceImpl<typeo
         sessionId: req.sessionId || undefined,
         decision: req.decision || undefined,
         afterSeq: req.afterSeq ? Number(req.afterSeq) : undefined,
+        beforeSeq: req.beforeSeq ? Number(req.beforeSeq) : undefined,
+        newestFirst: req.newestFirst,
         limit,
       });
       const last = rows.length === limit ? rows[rows.length - 1].seq : 0;
-      return { toolCalls: rows.map(toolCallToProto), nextAfterSeq: BigInt(last) };
+      return { toolCalls: rows.map(toolCallToProto), nextAfterSeq: req.newestFirst ? 0n : BigInt(last), nextBeforeSeq: req.newestFirst ? BigInt(last) : 0n };
     },
     async verifyChain() {
       const r = await audit.verify();

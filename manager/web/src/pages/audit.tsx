@@ -38,10 +38,14 @@ interface Filters {
   decision: string;
   since: string;
   until: string;
+  /** "" (newest first, the default) or "oldest". */
+  order: string;
 }
 
-const EMPTY: Filters = { tool: "", edge: "", user: "", session: "", decision: "", since: "", until: "" };
+const EMPTY: Filters = { tool: "", edge: "", user: "", session: "", decision: "", since: "", until: "", order: "" };
 const KEYS = Object.keys(EMPTY) as (keyof Filters)[];
+/** The keys that narrow the rows (order only sorts them). */
+const FILTER_KEYS = KEYS.filter((k) => k !== "order");
 
 /** The filters a query string names; a since/until that is not a date is dropped and reported. */
 function readFilters(search: string): { filters: Filters; ignored: string[] } {
@@ -58,6 +62,9 @@ function readFilters(search: string): { filters: Filters; ignored: string[] } {
         continue;
       }
       filters[k] = d.toISOString();
+    } else if (k === "order") {
+      if (v === "oldest") filters.order = v;
+      else ignored.push(`${k}=${v}`);
     } else {
       filters[k] = v;
     }
@@ -216,10 +223,14 @@ export function AuditPage() {
     return () => window.removeEventListener("popstate", onPop);
   }, []);
 
-  /** One page after `afterSeq`: asks for one row more than it shows, to know whether more follow. */
+  /**
+   * One page past `cursor` (the last seq shown; 0 for the first page) in the view's order: asks for
+   * one row more than it shows, to know whether more follow.
+   */
   const page = useCallback(
-    async (f: Filters, afterSeq: bigint) => {
-      const res = await api.audit.listToolCalls({ ...request(f), afterSeq, limit: PAGE + 1 });
+    async (f: Filters, cursor: bigint) => {
+      const order = f.order === "oldest" ? { afterSeq: cursor } : { newestFirst: true, beforeSeq: cursor };
+      const res = await api.audit.listToolCalls({ ...request(f), ...order, limit: PAGE + 1 });
       return { rows: res.toolCalls.slice(0, PAGE), more: res.toolCalls.length > PAGE };
     },
     [api],
@@ -343,7 +354,7 @@ export function AuditPage() {
   };
 
   const brokenSeq = chain.res && !chain.res.ok ? chain.res.firstBrokenSeq : 0n;
-  const filtered = KEYS.some((k) => applied[k]);
+  const filtered = FILTER_KEYS.some((k) => applied[k]);
   // Each caption names its control through aria-labelledby, so a select's chosen option or a
   // field's value never becomes part of the control's name.
   const field = (k: keyof Filters) => ({
@@ -406,6 +417,13 @@ export function AuditPage() {
           <span id="audit-until-label">Until (before)</span>
           <input {...field("until")} type="datetime-local" step="1" />
         </label>
+        <label htmlFor="audit-order">
+          <span id="audit-order-label">Order</span>
+          <select {...field("order")}>
+            <option value="">newest first</option>
+            <option value="oldest">oldest first</option>
+          </select>
+        </label>
         <span className="row">
           <button type="submit">Apply filters</button>
           <button type="button" className="secondary" onClick={() => apply({ ...EMPTY })} disabled={!filtered && !KEYS.some((k) => draft[k])}>
@@ -434,7 +452,7 @@ export function AuditPage() {
 
       <div className="row audit-bar">
         <p role="status" className="muted" data-testid="audit-count">
-          {rows === null ? "Loading…" : rows.length === 0 ? (error ? "" : filtered ? "No rows match these filters." : "The audit log is empty.") : `Showing ${rows.length} ${filtered ? "matching " : ""}row${rows.length === 1 ? "" : "s"}, oldest first${more ? "; more follow" : filtered ? " — all that match" : " — the whole log"}.`}
+          {rows === null ? "Loading…" : rows.length === 0 ? (error ? "" : filtered ? "No rows match these filters." : "The audit log is empty.") : `Showing ${rows.length} ${filtered ? "matching " : ""}row${rows.length === 1 ? "" : "s"}, ${applied.order === "oldest" ? "oldest" : "newest"} first${more ? "; more follow" : filtered ? " — all that match" : " — the whole log"}.`}
         </p>
         <span className="row audit-export">
           <button type="button" className="secondary" onClick={() => void exportAs("jsonl")} disabled={exporting || !rows?.length}>

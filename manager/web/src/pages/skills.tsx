@@ -238,14 +238,27 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
       />
       <div aria-live="polite" ref={results}>
         <ErrorNote error={error}>Refused: </ErrorNote>
-        {outcome?.kind === "result" ? <ExecuteOutcome res={outcome.res} /> : null}
+        {outcome?.kind === "result" ? <ExecuteOutcome res={outcome.res} audit={allowed.approve ? auditLink(skill.key, host ? edgeId : "", user.id) : ""} /> : null}
         {outcome?.kind === "fanout" ? <FanOutTable rows={outcome.rows} summary={outcome.summary} running={running} /> : null}
       </div>
     </article>
   );
 }
 
-function ExecuteOutcome(props: { res: ExecuteSkillResponse }) {
+/** The audit timeline filtered to this caller's calls of this skill (on this edge). */
+function auditLink(key: string, edge: string, userId: string): string {
+  const q = new URLSearchParams({ tool: key, user: userId });
+  if (edge) q.set("edge", edge);
+  return `/admin/audit?${q}`;
+}
+
+/** "Audit row #N", linked to the timeline for those who may read it. */
+function AuditRef(props: { seq: bigint; href: string }) {
+  const text = `Audit row #${String(props.seq)}`;
+  return <p className="muted">{props.href ? <Link to={props.href}>{text}</Link> : text}</p>;
+}
+
+function ExecuteOutcome(props: { res: ExecuteSkillResponse; audit: string }) {
   const { res } = props;
   const approval: Approval | undefined = res.approval;
   if (approval && approval.state === ApprovalState.PENDING) {
@@ -255,14 +268,14 @@ function ExecuteOutcome(props: { res: ExecuteSkillResponse }) {
           <strong>Waiting for approval.</strong> Request <code>{approval.id}</code> needs {approval.requiredApprovals} approval{approval.requiredApprovals === 1 ? "" : "s"} from someone else; it runs when approved.{" "}
           <Link to="/approvals">Open approvals</Link>
         </p>
-        <p className="muted">Audit row #{String(res.auditSeq)}</p>
+        <AuditRef seq={res.auditSeq} href={props.audit} />
       </section>
     );
   }
   return (
     <>
       {res.result ? <ResultView result={res.result} /> : null}
-      <p className="muted">Audit row #{String(res.auditSeq)}</p>
+      <AuditRef seq={res.auditSeq} href={props.audit} />
     </>
   );
 }

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/audit_service.proto.
  */
 export const file_ongrid_v1_audit_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1vbmdyaWQvdjEvYXVkaXRfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIvMDCghUb29sQ2FsbBILCgNzZXEYASABKAQSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCgl0b29sX25hbWUYAyABKAkSJAoEYXJncxgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRImCgZyZXN1bHQYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDQoFZXJyb3IYBiABKAkSEQoJZGV2aWNlX2lkGAcgASgJEi4KCnN0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgKIAEoDRIWCg5jYWxsZXJfdXNlcl9pZBgLIAEoCRITCgtjYWxsZXJfcm9sZRgMIAEoCRIQCghkZWNpc2lvbhgNIAEoCRIXCg9kZWNpc2lvbl9yZWFzb24YDiABKAkSEwoLYXBwcm92YWxfaWQYDyABKAkSEAoIc29wX2hhc2gYECABKAkSEQoJcHJldl9oYXNoGBEgASgJEhAKCHJvd19oYXNoGBIgASgJEhMKC2FwcHJvdmVkX2J5GBMgASgJEhQKDG9uX2JlaGFsZl9vZhgUIAEoCSLpAQoUTGlzdFRvb2xDYWxsc1JlcXVlc3QSKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0b29sX25hbWUYAyABKAkSDwoHZWRnZV9pZBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEhIKCnNlc3Npb25faWQYBiABKAkSEAoIZGVjaXNpb24YByABKAkSEQoJYWZ0ZXJfc2VxGAggASgEEg0KBWxpbWl0GAkgASgNIlgKFUxpc3RUb29sQ2FsbHNSZXNwb25zZRInCgp0b29sX2NhbGxzGAEgAygLMhMub25ncmlkLnYxLlRvb2xDYWxsEhYKDm5leHRfYWZ0ZXJfc2VxGAIgASgEIhQKElZlcmlmeUNoYWluUmVxdWVzdCKKAQoTVmVyaWZ5Q2hhaW5SZXNwb25zZRIKCgJvaxgBIAEoCBIUCgxyb3dzX2NoZWNrZWQYAiABKAQSGAoQZmlyc3RfYnJva2VuX3NlcRgDIAEoBBIOCgZyZWFzb24YBCABKAkSEAoIbGFzdF9zZXEYBSABKAQSFQoNbGFzdF9yb3dfaGFzaBgGIAEoCTK6AQoMQXVkaXRTZXJ2aWNlElcKDUxpc3RUb29sQ2FsbHMSHy5vbmdyaWQudjEuTGlzdFRvb2xDYWxsc1JlcXVlc3QaIC5vbmdyaWQudjEuTGlzdFRvb2xDYWxsc1Jlc3BvbnNlIgOQAgESUQoLVmVyaWZ5Q2hhaW4SHS5vbmdyaWQudjEuVmVyaWZ5Q2hhaW5SZXF1ZXN0Gh4ub25ncmlkLnYxLlZlcmlmeUNoYWluUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1vbmdyaWQvdjEvYXVkaXRfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIvMDCghUb29sQ2FsbBILCgNzZXEYASABKAQSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCgl0b29sX25hbWUYAyABKAkSJAoEYXJncxgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRImCgZyZXN1bHQYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDQoFZXJyb3IYBiABKAkSEQoJZGV2aWNlX2lkGAcgASgJEi4KCnN0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtkdXJhdGlvbl9tcxgKIAEoDRIWCg5jYWxsZXJfdXNlcl9pZBgLIAEoCRITCgtjYWxsZXJfcm9sZRgMIAEoCRIQCghkZWNpc2lvbhgNIAEoCRIXCg9kZWNpc2lvbl9yZWFzb24YDiABKAkSEwoLYXBwcm92YWxfaWQYDyABKAkSEAoIc29wX2hhc2gYECABKAkSEQoJcHJldl9oYXNoGBEgASgJEhAKCHJvd19oYXNoGBIgASgJEhMKC2FwcHJvdmVkX2J5GBMgASgJEhQKDG9uX2JlaGFsZl9vZhgUIAEoCSKTAgoUTGlzdFRvb2xDYWxsc1JlcXVlc3QSKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0b29sX25hbWUYAyABKAkSDwoHZWRnZV9pZBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEhIKCnNlc3Npb25faWQYBiABKAkSEAoIZGVjaXNpb24YByABKAkSEQoJYWZ0ZXJfc2VxGAggASgEEg0KBWxpbWl0GAkgASgNEhIKCmJlZm9yZV9zZXEYCiABKAQSFAoMbmV3ZXN0X2ZpcnN0GAsgASgIInEKFUxpc3RUb29sQ2FsbHNSZXNwb25zZRInCgp0b29sX2NhbGxzGAEgAygLMhMub25ncmlkLnYxLlRvb2xDYWxsEhYKDm5leHRfYWZ0ZXJfc2VxGAIgASgEEhcKD25leHRfYmVmb3JlX3NlcRgDIAEoBCIUChJWZXJpZnlDaGFpblJlcXVlc3QiigEKE1ZlcmlmeUNoYWluUmVzcG9uc2USCgoCb2sYASABKAgSFAoMcm93c19jaGVja2VkGAIgASgEEhgKEGZpcnN0X2Jyb2tlbl9zZXEYAyABKAQSDgoGcmVhc29uGAQgASgJEhAKCGxhc3Rfc2VxGAUgASgEEhUKDWxhc3Rfcm93X2hhc2gYBiABKAkyugEKDEF1ZGl0U2VydmljZRJXCg1MaXN0VG9vbENhbGxzEh8ub25ncmlkLnYxLkxpc3RUb29sQ2FsbHNSZXF1ZXN0GiAub25ncmlkLnYxLkxpc3RUb29sQ2FsbHNSZXNwb25zZSIDkAIBElEKC1ZlcmlmeUNoYWluEh0ub25ncmlkLnYxLlZlcmlmeUNoYWluUmVxdWVzdBoeLm9uZ3JpZC52MS5WZXJpZnlDaGFpblJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * ToolCall is one audit row: one call of one skill, whatever its outcome.
@@ -236,6 +236,20 @@ export type ListToolCallsRequest = Message<"ongrid.v1.ListToolCallsRequest"> & {
    * @generated from field: uint32 limit = 9;
    */
   limit: number;
+
+  /**
+   * Only rows with seq less than this (the cursor from next_before_seq when paging newest first).
+   *
+   * @generated from field: uint64 before_seq = 10;
+   */
+  beforeSeq: bigint;
+
+  /**
+   * Return rows in descending seq (newest first) instead of ascending.
+   *
+   * @generated from field: bool newest_first = 11;
+   */
+  newestFirst: boolean;
 };
 
 /**
@@ -252,18 +266,25 @@ export const ListToolCallsRequestSchema: GenMessage<ListToolCallsRequest> = /*@_
  */
 export type ListToolCallsResponse = Message<"ongrid.v1.ListToolCallsResponse"> & {
   /**
-   * The rows, in ascending seq.
+   * The rows, in ascending seq (descending with newest_first).
    *
    * @generated from field: repeated ongrid.v1.ToolCall tool_calls = 1;
    */
   toolCalls: ToolCall[];
 
   /**
-   * Pass as after_seq for the next page; 0 when there are no more rows.
+   * Pass as after_seq for the next page; 0 when there are no more rows (ascending order only).
    *
    * @generated from field: uint64 next_after_seq = 2;
    */
   nextAfterSeq: bigint;
+
+  /**
+   * Pass as before_seq for the next page; 0 when there are no more rows (newest_first only).
+   *
+   * @generated from field: uint64 next_before_seq = 3;
+   */
+  nextBeforeSeq: bigint;
 };
 
 /**
