@@ -474,7 +474,7 @@ export function AuditPage() {
       {rows && rows.length ? (
         <div className="table-wrap">
           <table className="audit">
-            <caption className="muted">Tool calls, in chain order</caption>
+            <caption className="muted">Tool calls (each row hashed into the chain after the row before it)</caption>
             <thead>
               <tr>
                 <th scope="col">Seq</th>
