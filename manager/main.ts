@@ -178,14 +178,21 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     interceptors: [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log })],
     contextValues: requestContextValues,
     fallback: (req, res) => {
-      if (req.url === "/healthz") {
-        res.writeHead(200, { "content-type": "text/plain" });
-        res.end("ok\n");
-        return;
+      try {
+        if (req.url === "/healthz") {
+          res.writeHead(200, { "content-type": "text/plain" });
+          res.end("ok\n");
+          return;
+        }
+        if (serveConsole(req, res)) return;
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
+      } catch (err) {
+        // A throw here would reach no handler and end the process: answer 500 and keep serving.
+        log.error({ err, url: req.url }, "request failed outside the RPC router");
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end(JSON.stringify({ code: "internal", message: "internal error" }));
       }
-      if (serveConsole(req, res)) return;
-      res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
     },
   });
   const handler = auditUndecoded(rpc as DualHandler, core.audit, log);

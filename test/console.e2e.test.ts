@@ -112,8 +112,18 @@ describeInBrowser("web console", () => {
     const js = await fetch(`${m.url}${asset}`);
     expect(js.status).toBe(200);
     expect(js.headers.get("content-type")).toMatch(/javascript/);
-    expect((await fetch(`${m.url}/assets/../../package.json`)).status).toBe(404);
     expect((await fetch(`${m.url}/no/such/thing`)).status).toBe(404);
+    // paths sent as they are (fetch would normalise them): refused, and the manager keeps serving
+    const rawStatus = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(m.url);
+        http.request({ host: u.hostname, port: u.port, path }, (r) => (r.resume(), resolve(r.statusCode!))).on("error", reject).end();
+      });
+    expect(await rawStatus("//")).toBe(404);
+    expect(await rawStatus("/%")).toBe(400);
+    expect(await rawStatus("/skills/%E0%A4%A")).toBe(400);
+    expect(await rawStatus("/assets/..%2f..%2fpackage.json")).toBe(404);
+    expect((await fetch(`${m.url}/healthz`)).status).toBe(200);
   });
 
   it("refuses a wrong token at login with a readable message, and logs in with a right one", async () => {

@@ -4,8 +4,8 @@
  * and a strict Content-Security-Policy on every response: the bundle needs no inline code and
  * talks only to this origin.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { extname, join, normalize, resolve, sep } from "node:path";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { extname, join, resolve, sep } from "node:path";
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 
@@ -36,6 +36,9 @@ const TYPES: Record<string, string> = {
   ".woff2": "font/woff2",
   ".txt": "text/plain; charset=utf-8",
 };
+
+/** A built asset's file name: no separators, no leading dot. */
+const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 /** The first path segments the single-page app answers with index.html. */
 const APP_PATHS = new Set(["", "skills", "edges", "approvals", "playbooks", "chat", "admin", "login"]);
@@ -78,20 +81,34 @@ export function createConsole(dir = DEFAULT_CONSOLE_DIR): ConsoleHandler {
   };
   return (req, res) => {
     if (req.method !== "GET" && req.method !== "HEAD") return false;
-    const url = new URL(req.url ?? "/", "http://console");
-    const path = decodeURIComponent(url.pathname);
-    if (path.startsWith("/assets/")) {
-      const file = normalize(join(root, path));
-      if (!file.startsWith(root + sep)) return false;
-      try {
-        if (!statSync(file).isFile()) return false;
-      } catch {
-        return false;
-      }
-      send(res, 200, TYPES[extname(file)] ?? "application/octet-stream", readFileSync(file), "public, max-age=31536000, immutable");
+    // Only the path matters. It is split by hand (URL refuses "//x") and each segment decoded on
+    // its own; nothing here may throw, since a throw in connect's fallback would end the process.
+    const path = (req.url ?? "/").split(/[?#]/)[0];
+    if (!path.startsWith("/")) return false;
+    let segments: string[];
+    try {
+      segments = path.slice(1).split("/").map((s) => decodeURIComponent(s));
+    } catch {
+      send(res, 400, "text/plain; charset=utf-8", "malformed percent-encoding in the path\n", "no-store");
       return true;
     }
-    if (!APP_PATHS.has(path.split("/")[1] ?? "")) return false;
+    if (segments[0] === "assets") {
+      // Vite writes assets flat, named by content hash: /assets/<name> and nothing else.
+      const name = segments.length === 2 ? segments[1] : "";
+      if (!ASSET_NAME.test(name)) return false;
+      let body: Buffer;
+      try {
+        const file = realpathSync(join(root, "assets", name));
+        if (!file.startsWith(realpathSync(root) + sep) || !statSync(file).isFile()) return false;
+        body = readFileSync(file);
+      } catch {
+        return false; // gone (a rebuild swapped it out) or unreadable: 404
+      }
+      send(res, 200, TYPES[extname(name)] ?? "application/octet-stream", body, "public, max-age=31536000, immutable");
+      return true;
+    }
+    // "/" itself, or a console page (its own path below that is the app's business).
+    if (segments[0] === "" ? segments.length !== 1 : !APP_PATHS.has(segments[0])) return false;
     const html = index();
     if (!html) {
       send(res, 503, "text/plain; charset=utf-8", `The web console is not built (no ${join(root, "index.html")}).\nRun \`npm run build:web\` (\`npm start\` does it), then reload.\n`, "no-store");
