@@ -10,6 +10,9 @@ import { createErrorHandler, toErrorSchema, unwrapErrorHandler, validationDataMe
 /** Keywords that only report that something below them failed; the failure below is the one to show. */
 const CONTAINERS = new Set(["properties", "items", "prefixItems", "additionalItems", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "patternProperties", "allOf", "$ref", "$dynamicRef", "dependentSchemas", "if", "then", "else", "contains", "propertyNames"]);
 
+/** Keywords whose message does not quote the schema's value. */
+const VALUELESS = new Set(["required", "false", "uniqueItems"]);
+
 function draftOf(schema: RJSFSchema): SchemaDraft {
   const s = String(schema.$schema ?? "");
   if (s.includes("draft-04")) return "4";
@@ -18,13 +21,34 @@ function draftOf(schema: RJSFSchema): SchemaDraft {
   return "2020-12";
 }
 
-/** The value at a keywordLocation ("#/properties/port/maximum") inside the schema. */
-function at(schema: unknown, pointer: string): unknown {
-  let node = schema as Record<string, unknown> | undefined;
-  for (const raw of pointer.replace(/^#\/?/, "").split("/").filter(Boolean)) {
-    const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
-    if (node === undefined || node === null || typeof node !== "object") return undefined;
-    node = (node as Record<string, unknown>)[key] as Record<string, unknown> | undefined;
+/** Unescapes one JSON-pointer token. */
+function token(raw: string): string {
+  let t = raw;
+  try {
+    t = decodeURIComponent(raw);
+  } catch {
+    /* keep it as written */
+  }
+  return t.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
+/**
+ * The value at a keywordLocation ("#/properties/port/maximum") inside the schema. A location that
+ * passes through a "$ref" ("#/properties/port/$ref/maximum") continues in the schema the local
+ * reference points at; anything it cannot follow gives undefined.
+ */
+function at(root: unknown, pointer: string, depth = 0): unknown {
+  let node: unknown = root;
+  const tokens = pointer.replace(/^#\/?/, "").split("/").filter(Boolean).map(token);
+  for (let i = 0; i < tokens.length; i++) {
+    if (node === null || typeof node !== "object") return undefined;
+    const next = (node as Record<string, unknown>)[tokens[i]];
+    if (tokens[i] === "$ref" && typeof next === "string") {
+      if (!next.startsWith("#") || depth > 16) return undefined;
+      node = at(root, next, depth + 1);
+      continue;
+    }
+    node = next;
   }
   return node;
 }
@@ -80,7 +104,7 @@ function property(instanceLocation: string): string {
     .replace(/^#/, "")
     .split("/")
     .filter(Boolean)
-    .map((p) => "." + decodeURIComponent(p).replace(/~1/g, "/").replace(/~0/g, "~"))
+    .map((p) => "." + token(p))
     .join("");
 }
 
@@ -93,8 +117,12 @@ export function validate(schema: RJSFSchema, data: unknown): { errors: RJSFValid
     return { errors: [], validationError: err as Error };
   }
   const errors: RJSFValidationError[] = [];
+  // A container keyword (properties, items, $ref, allOf…) reports that something below it failed;
+  // that failure is the one to show. A container with nothing reported below it (contains, say)
+  // is the failure itself and is kept, so an invalid form never comes back without an error.
+  const below = (u: OutputUnit) => units.some((o) => o !== u && (o.keywordLocation.startsWith(u.keywordLocation + "/") || o.instanceLocation.startsWith(u.instanceLocation + "/")));
   for (const u of units) {
-    if (CONTAINERS.has(u.keyword)) continue;
+    if (CONTAINERS.has(u.keyword) && below(u)) continue;
     let prop = property(u.instanceLocation);
     let value = at(schema, u.keywordLocation);
     if (u.keyword === "required") {
@@ -103,7 +131,8 @@ export function validate(schema: RJSFSchema, data: unknown): { errors: RJSFValid
       prop = `${prop}.${missing}`;
       value = missing;
     }
-    const msg = message(u, value);
+    // Without the keyword's value (a reference it could not follow) cfworker's own words serve.
+    const msg = value === undefined && !VALUELESS.has(u.keyword) ? u.error : message(u, value);
     errors.push({ name: u.keyword, property: prop, message: msg, stack: `${prop.replace(/^\./, "") || "value"} ${msg}`, schemaPath: u.keywordLocation, params: {} });
   }
   return { errors };
