@@ -199,6 +199,11 @@ describeInBrowser("console: audit log", () => {
     await page.goBack();
     await expect.poll(() => shown(page), POLL).toEqual([seq.olgaProbeB, seq.olgaLoadB, seq.olgaProbeA]);
     expect(await page.getByLabel("Session", { exact: true }).inputValue()).toBe("inc-1");
+    // the nav's Audit link, from a filtered view, opens the unfiltered timeline (view and address agree)
+    await page.getByRole("link", { name: "Audit", exact: true }).click();
+    await expect.poll(() => query(page), POLL).toEqual({});
+    await expect.poll(() => shown(page), POLL).toEqual(await expected({}));
+    expect(await page.getByLabel("Session", { exact: true }).inputValue()).toBe("");
     await page.context().close();
   });
 

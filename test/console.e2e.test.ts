@@ -145,6 +145,22 @@ describeInBrowser("web console", () => {
     await context.close();
   });
 
+  it("keeps the token when the manager cannot be reached at login, and logs in on Try again", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(m.url);
+    // the manager restarting, say: the WhoAmI call fails at the network level, not with a refusal
+    await page.route("**/ongrid.v1.IdentityService/WhoAmI", (route) => route.abort("connectionrefused"));
+    await page.getByLabel("API token").fill(m.adminToken);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/Cannot check the token with the manager/);
+    expect(await page.getByLabel("API token").count()).toBe(0);
+    await page.unroute("**/ongrid.v1.IdentityService/WhoAmI");
+    await page.getByRole("button", { name: "Try again" }).click();
+    await expect.poll(() => page.getByTestId("whoami").textContent()).toMatch(/admin/);
+    await context.close();
+  });
+
   it("runs probe_tcp on an edge from its generated form and shows the result envelope", async () => {
     const page = await openConsole(browser, m.url, m.adminToken);
     await openProbeTcp(page);

@@ -1,6 +1,8 @@
 /** The console shell: login, navigation by role, and the page for the current path. */
 import { useCallback, useEffect, useMemo, useState, type ReactNode } from "react";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createApi, errorText } from "./client.ts";
+import { ErrorNote } from "./components.tsx";
 import { SessionContext, can, roleName, storeToken, storedToken, useSession, type Session } from "./session.tsx";
 import { Link, navigate, usePath } from "./router.tsx";
 import { LoginPage } from "./pages/login.tsx";
@@ -40,19 +42,28 @@ export function App() {
     setUser(null);
     setProblem(why);
   }, []);
-  const api = useMemo(() => (token ? createApi(token, () => logout("The manager no longer accepts this token; log in again.")) : null), [token, logout]);
+  // A late refusal of an earlier token (a call still in flight after a new login) must not log the new one out.
+  const api = useMemo(() => (token ? createApi(token, () => storedToken() === token && logout("The manager no longer accepts this token; log in again.")) : null), [token, logout]);
+  const [unreachable, setUnreachable] = useState<unknown>(null);
+  const [attempt, setAttempt] = useState(0);
 
   useEffect(() => {
     if (!api) return;
     let live = true;
+    setUnreachable(null);
     api.identity.whoAmI({}).then(
       (res) => live && setUser(res.user ?? null),
-      (err) => live && logout(errorText(err)),
+      (err) => {
+        if (!live) return;
+        // Only the manager's refusal of the token ends the login; a restart or a network error does not.
+        if (err instanceof ConnectError && err.code === Code.Unauthenticated) logout(errorText(err));
+        else setUnreachable(err);
+      },
     );
     return () => {
       live = false;
     };
-  }, [api, logout]);
+  }, [api, logout, attempt]);
 
   const login = (t: string) => {
     storeToken(t);
@@ -61,6 +72,20 @@ export function App() {
   };
 
   if (!token || !api) return <LoginPage onLogin={login} problem={problem} />;
+  if (!user && unreachable)
+    return (
+      <main id="main" className="login">
+        <ErrorNote error={unreachable}>Cannot check the token with the manager: </ErrorNote>
+        <p className="row">
+          <button type="button" onClick={() => setAttempt((n) => n + 1)}>
+            Try again
+          </button>
+          <button type="button" className="secondary" onClick={() => logout()}>
+            Log out
+          </button>
+        </p>
+      </main>
+    );
   if (!user) return <p className="loading" role="status">Checking the token…</p>;
   const session: Session = { api, user, logout: () => logout() };
   return (

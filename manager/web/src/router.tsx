@@ -10,19 +10,42 @@ export function navigate(path: string): void {
   for (const l of listeners) l();
 }
 
-/** The current path (and re-renders when it changes). */
-export function usePath(): string {
-  const [path, setPath] = useState(window.location.pathname);
+/** Re-renders with `read()` of the location whenever the console navigates or history moves. */
+function useLocationPart(read: () => string): string {
+  const [value, setValue] = useState(read);
   useEffect(() => {
-    const update = () => setPath(window.location.pathname);
+    const update = () => setValue(read());
     listeners.add(update);
     window.addEventListener("popstate", update);
     return () => {
       listeners.delete(update);
       window.removeEventListener("popstate", update);
     };
-  }, []);
-  return path;
+  }, [read]);
+  return value;
+}
+
+const readPath = () => window.location.pathname;
+const readSearch = () => window.location.search;
+
+/** The current path (and re-renders when it changes). */
+export function usePath(): string {
+  return useLocationPart(readPath);
+}
+
+/** The current query string, "?a=b" or "" (and re-renders when it changes). */
+export function useSearch(): string {
+  return useLocationPart(readSearch);
+}
+
+/** The path's segment at `index` (0-based after the leading "/"), decoded; a malformed escape is kept as written. */
+export function segment(path: string, index: number): string {
+  const raw = path.split("/")[index + 1] ?? "";
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
 }
 
 /** An in-app link: a real <a href> (keyboard, middle-click) that navigates without a reload. */

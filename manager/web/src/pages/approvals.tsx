@@ -10,7 +10,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ApprovalState, type Approval } from "../../../../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { SkillClass } from "../../../../proto/gen/ongrid/v1/skill_pb.ts";
 import { can, roleName, useSession } from "../session.tsx";
-import { navigate, usePath } from "../router.tsx";
+import { navigate, segment, usePath } from "../router.tsx";
 import { Chip, ClassBadge, ErrorNote, ResultView, Time, json } from "../components.tsx";
 
 /** How many requests the list asks for. */
@@ -103,7 +103,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 export function ApprovalsPage() {
   const { api } = useSession();
   const path = usePath();
-  const selected = decodeURIComponent(path.split("/")[2] ?? "");
+  const selected = segment(path, 1);
   const [items, setItems] = useState<Map<string, Approval> | null>(null);
   const [view, setView] = useState<View>("pending");
   const [live, setLive] = useState(false);

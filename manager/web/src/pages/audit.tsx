@@ -10,7 +10,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema, timestampDate, timestampFromDate, type Value } from "@bufbuild/protobuf/wkt";
 import type { ListToolCallsRequest, ToolCall, VerifyChainResponse } from "../../../../proto/gen/ongrid/v1/audit_service_pb.ts";
 import { useSession } from "../session.tsx";
-import { navigate } from "../router.tsx";
+import { navigate, useSearch } from "../router.tsx";
 import { Chip, ErrorNote, Time, json } from "../components.tsx";
 import { errorText } from "../client.ts";
 
@@ -210,18 +210,19 @@ export function AuditPage() {
     setIgnored([]);
   }, []);
 
-  // Back and Forward between filtered views.
+  // The address is the view: Back and Forward, and a link to /admin/audit (the nav's, or a
+  // run's "Audit row #N") while this page is open, apply the filters the address names.
+  const search = useSearch();
+  const appliedUrl = useRef(query);
+  appliedUrl.current = query;
   useEffect(() => {
-    const onPop = () => {
-      if (window.location.pathname !== PATH) return;
-      const r = readFilters(window.location.search);
-      setApplied(r.filters);
-      setDraft(draftOf(r.filters));
-      setIgnored(r.ignored);
-    };
-    window.addEventListener("popstate", onPop);
-    return () => window.removeEventListener("popstate", onPop);
-  }, []);
+    if (window.location.pathname !== PATH) return;
+    const r = readFilters(search);
+    if (filterUrl(r.filters) === appliedUrl.current) return;
+    setApplied(r.filters);
+    setDraft(draftOf(r.filters));
+    setIgnored(r.ignored);
+  }, [search]);
 
   /**
    * One page past `cursor` (the last seq shown; 0 for the first page) in the view's order: asks for

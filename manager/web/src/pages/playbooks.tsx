@@ -7,7 +7,7 @@ import { useCallback, useEffect, useId, useMemo, useState, type ReactNode } from
 import { Markdown } from "markdown-to-jsx/react";
 import type { ListPlaybooksResponse, Playbook, PlaybookProblem, ReloadResponse, SkippedPlaybook } from "../../../../proto/gen/ongrid/v1/playbook_service_pb.ts";
 import { useSession, can, roleName } from "../session.tsx";
-import { navigate, usePath } from "../router.tsx";
+import { navigate, segment, usePath } from "../router.tsx";
 import { Chip, ErrorNote, json } from "../components.tsx";
 
 /**
@@ -55,7 +55,7 @@ function shortList(items: string[], max = 5): string {
 export function PlaybooksPage() {
   const { api, user } = useSession();
   const path = usePath();
-  const selected = decodeURIComponent(path.split("/")[2] ?? "");
+  const selected = segment(path, 1);
   const [list, setList] = useState<ListPlaybooksResponse | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [filter, setFilter] = useState("");

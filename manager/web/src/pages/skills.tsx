@@ -12,7 +12,7 @@ import type { Edge } from "../../../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { ApprovalState, type Approval } from "../../../../proto/gen/ongrid/v1/approval_service_pb.ts";
 import type { FanOutEdgeResult, FanOutSummary, ExecuteSkillResponse } from "../../../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { useSession, can } from "../session.tsx";
-import { Link, navigate, usePath } from "../router.tsx";
+import { Link, navigate, segment, usePath } from "../router.tsx";
 import { ClassBadge, ErrorNote, ResultView, ScopeChip, Chip, outputText } from "../components.tsx";
 import { formValidator } from "../validator.ts";
 import { formButtons } from "../form-buttons.tsx";
@@ -21,7 +21,7 @@ import { formButtons } from "../form-buttons.tsx";
 export function SkillsPage() {
   const { api } = useSession();
   const path = usePath();
-  const selected = decodeURIComponent(path.split("/")[2] ?? "");
+  const selected = segment(path, 1);
   const [skills, setSkills] = useState<Metadata[] | null>(null);
   const [edges, setEdges] = useState<Edge[]>([]);
   const [error, setError] = useState<unknown>(null);
@@ -112,6 +112,9 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
   const mayRun = skill.class === SkillClass.SAFE || skill.class === SkillClass.UNSPECIFIED || allowed.operate;
   const fanOut = host && target === "many";
   const results = useRef<HTMLDivElement>(null);
+  // A run still streaming when the page goes away (another skill, another page) is ended.
+  const inFlight = useRef<AbortController | null>(null);
+  useEffect(() => () => inFlight.current?.abort(), []);
   const hasOutcome = outcome !== null || error !== null;
   useEffect(() => {
     // The form can be long: bring the answer into view when it starts to arrive.
@@ -131,11 +134,14 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
     }
     setRunning(true);
     const params = (e.formData ?? {}) as Record<string, never>;
+    inFlight.current?.abort();
+    const ac = new AbortController();
+    inFlight.current = ac;
     try {
       if (fanOut) {
         const rows: FanOutEdgeResult[] = [];
         setOutcome({ kind: "fanout", rows: [] });
-        for await (const ev of api.skills.fanOutSkill({ key: skill.key, input: { case: "params", value: params }, selector: selector.trim() })) {
+        for await (const ev of api.skills.fanOutSkill({ key: skill.key, input: { case: "params", value: params }, selector: selector.trim() }, { signal: ac.signal })) {
           if (ev.event.case === "edgeResult") {
             rows.push(ev.event.value);
             setOutcome({ kind: "fanout", rows: [...rows] });
@@ -144,13 +150,13 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
           }
         }
       } else {
-        const res = await api.skills.executeSkill({ key: skill.key, input: { case: "params", value: params }, edgeId: host ? edgeId : "", sop: sop.trim(), waitForApproval: false });
+        const res = await api.skills.executeSkill({ key: skill.key, input: { case: "params", value: params }, edgeId: host ? edgeId : "", sop: sop.trim(), waitForApproval: false }, { signal: ac.signal });
         setOutcome({ kind: "result", res });
       }
     } catch (err) {
-      setError(err);
+      if (!ac.signal.aborted) setError(err);
     } finally {
-      setRunning(false);
+      if (!ac.signal.aborted) setRunning(false);
     }
   };
 
