@@ -191,6 +191,25 @@ describeInBrowser("web console", () => {
     await page.context().close();
   });
 
+  it("shows a failed run's error code, message and hint", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken);
+    await openProbeTcp(page);
+    await page.getByLabel("Edge", { exact: true }).selectOption("edge-console");
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    await page.locator("#param_host").fill("127.0.0.1");
+    await page.locator("#param_port").fill(String(port));
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    const result = page.getByTestId("result");
+    await expect.poll(() => result.textContent()).toMatch(/Failed/);
+    expect(await result.locator(".result-error code").textContent()).toBe("connection_refused");
+    expect(await result.locator(".result-error").textContent()).toContain(`127.0.0.1:${port}`);
+    expect(await result.locator(".hint").textContent()).toMatch(/^Hint: \S/);
+    await page.context().close();
+  });
+
   it("refuses an out-of-range port in the form, naming the field, and sends nothing", async () => {
     const page = await openConsole(browser, m.url, m.adminToken);
     await openProbeTcp(page);
@@ -277,6 +296,13 @@ describeInBrowser("web console", () => {
     expect(await page.locator("#param_host").isVisible()).toBe(true);
     for (const name of ["Skills", "Edges", "Approvals", "Playbooks", "Diagnose", "Audit"]) expect(await page.getByRole("link", { name, exact: true }).isVisible()).toBe(true);
     await screenshot(page, "skills-narrow");
+    // every page: reached from the navigation, its heading shown, nothing wider than the window
+    for (const [name, heading] of [["Edges", "Edges"], ["Approvals", "Approvals"], ["Playbooks", "Playbooks"], ["Diagnose", "Diagnose"], ["Audit", "Audit log"]]) {
+      await page.getByRole("link", { name, exact: true }).click();
+      await page.getByRole("heading", { name: heading, level: 1 }).waitFor();
+      const w = await page.evaluate<{ scrollWidth: number; clientWidth: number }>("({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth })");
+      expect(w.scrollWidth, name).toBeLessThanOrEqual(w.clientWidth);
+    }
     await page.context().close();
   });
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONSOLE_CSP, createConsole } from "./console.ts";
 
@@ -67,6 +68,22 @@ describe("console static handler", () => {
     expect(r.headers["content-type"]).toMatch(/^text\/javascript/);
     expect(r.headers["cache-control"]).toMatch(/immutable/);
     expect(r.body).toBe("console.log(1)");
+  });
+
+  it("gzips an asset for a client that accepts it, and says so", async () => {
+    const r = await new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      http
+        .request({ host: "127.0.0.1", port, path: "/assets/index-abc.js", headers: { "accept-encoding": "gzip, br" } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (d: Buffer) => chunks.push(d));
+          res.on("end", () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+        })
+        .on("error", reject)
+        .end();
+    });
+    expect(r.headers["content-encoding"]).toBe("gzip");
+    expect(r.headers.vary).toBe("accept-encoding");
+    expect(gunzipSync(r.body).toString()).toBe("console.log(1)");
   });
 
   it.each([

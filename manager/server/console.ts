@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { extname, join, resolve, sep } from "node:path";
+import { gzipSync } from "node:zlib";
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 
@@ -37,6 +38,9 @@ const TYPES: Record<string, string> = {
   ".txt": "text/plain; charset=utf-8",
 };
 
+/** Types worth compressing. */
+const COMPRESSIBLE = /^(text\/|application\/json|image\/svg)/;
+
 /** A built asset's file name: no separators, no leading dot. */
 const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
@@ -49,7 +53,7 @@ export function consoleBuilt(dir = DEFAULT_CONSOLE_DIR): boolean {
 }
 
 /** What the handler needs of a request and a response (node:http and node:http2 compat both fit). */
-type Req = Pick<IncomingMessage | Http2ServerRequest, "method" | "url">;
+type Req = Pick<IncomingMessage | Http2ServerRequest, "method" | "url"> & { headers?: IncomingMessage["headers"] };
 interface Res {
   writeHead(status: number, headers: Record<string, string | number>): unknown;
   end(body: Buffer | string): unknown;
@@ -68,10 +72,12 @@ export function createConsole(dir = DEFAULT_CONSOLE_DIR): ConsoleHandler {
     "x-frame-options": "DENY",
     "cross-origin-opener-policy": "same-origin",
   };
-  const send = (res: Res, status: number, type: string, body: Buffer | string, cache: string) => {
-    res.writeHead(status, { ...security, "content-type": type, "cache-control": cache, "content-length": Buffer.byteLength(body) });
+  const send = (res: Res, status: number, type: string, body: Buffer | string, cache: string, extra: Record<string, string> = {}) => {
+    res.writeHead(status, { ...security, "content-type": type, "cache-control": cache, "content-length": Buffer.byteLength(body), ...extra });
     res.end(body);
   };
+  // Gzipped assets, by real path: the bundle is ~700 KB, ~220 KB gzipped; compressed once per build.
+  const gzipped = new Map<string, Buffer>();
   const index = () => {
     try {
       return readFileSync(join(root, "index.html"));
@@ -97,14 +103,27 @@ export function createConsole(dir = DEFAULT_CONSOLE_DIR): ConsoleHandler {
       const name = segments.length === 2 ? segments[1] : "";
       if (!ASSET_NAME.test(name)) return false;
       let body: Buffer;
+      let file: string;
       try {
-        const file = realpathSync(join(root, "assets", name));
+        file = realpathSync(join(root, "assets", name));
         if (!file.startsWith(realpathSync(root) + sep) || !statSync(file).isFile()) return false;
         body = readFileSync(file);
       } catch {
         return false; // gone (a rebuild swapped it out) or unreadable: 404
       }
-      send(res, 200, TYPES[extname(name)] ?? "application/octet-stream", body, "public, max-age=31536000, immutable");
+      const type = TYPES[extname(name)] ?? "application/octet-stream";
+      const cache = "public, max-age=31536000, immutable";
+      if (COMPRESSIBLE.test(type) && /\bgzip\b/.test(String(req.headers?.["accept-encoding"] ?? ""))) {
+        let gz = gzipped.get(file);
+        if (!gz) {
+          gz = gzipSync(body);
+          if (gzipped.size > 64) gzipped.clear();
+          gzipped.set(file, gz);
+        }
+        send(res, 200, type, gz, cache, { "content-encoding": "gzip", vary: "accept-encoding" });
+        return true;
+      }
+      send(res, 200, type, body, cache, { vary: "accept-encoding" });
       return true;
     }
     // "/" itself, or a console page (its own path below that is the app's business).
