@@ -19,6 +19,7 @@ import { createHub, TUNNEL_PATH, type Hub } from "./tunnel/hub.ts";
 import { listen, type DualHandler } from "./server/listen.ts";
 import { routes } from "./server/routes.ts";
 import { createConsole } from "./server/console.ts";
+import { createBaseTools } from "./tools/index.ts";
 import { toConnectError } from "./server/errors.ts";
 import { auditUndecoded, markDecoded, requestContextValues } from "./server/undecoded-audit.ts";
 import { createIdentityStore, type IdentityStore } from "./identity/store.ts";
@@ -134,6 +135,8 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     limits: { maxSteps: config.agent.max_steps, maxDurationMs: parseDuration(config.agent.max_duration) },
     log,
   });
+  // The base tools (fleet, knowledge, observability, agent helpers) are manager skills like any other.
+  for (const tool of createBaseTools({ hub, edges, dispatcher, database, audit, approvals, config, log, agent: () => agent })) registry.register(tool);
   return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent };
 }
 

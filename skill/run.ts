@@ -20,6 +20,8 @@ export interface RunOptions {
   edgeId?: string;
   /** Cancels the call when aborted (client went away, session ended). */
   signal?: AbortSignal;
+  /** Who made the call, for manager skills that call other skills (see SkillContext.invocation). */
+  invocation?: Readonly<Record<string, unknown>>;
 }
 
 const MAX_TIMER_MS = 2_147_483_647;
@@ -87,6 +89,7 @@ export async function runSkill(skill: Skill, params: Record<string, unknown>, op
     log,
     settings: opts.settings ?? {},
     edgeId,
+    ...(opts.invocation ? { invocation: opts.invocation } : {}),
   };
 
   const aborted = new Promise<"aborted">((resolve) => {

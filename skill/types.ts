@@ -86,6 +86,12 @@ export interface SkillContext {
   settings: Readonly<Record<string, unknown>>;
   /** Id of the edge running the call; empty on the manager. */
   edgeId: string;
+  /**
+   * On the manager: who made this call and in which session, for manager skills that make calls of
+   * their own (fleet tools fanning out to edges) under the same caller, gate and audit. Opaque to
+   * the framework; the manager's dispatcher sets it (manager/tools/invocation.ts reads it).
+   */
+  invocation?: Readonly<Record<string, unknown>>;
 }
 
 /** The executor: params have been validated (defaults applied) before it runs. Throw SkillError to fail with a hint. */

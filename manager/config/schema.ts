@@ -44,7 +44,7 @@ export const CONFIG_SCHEMA = {
         default_mode: { type: "string", enum: ["READ_ONLY", "NORMAL", "ASK_DESTRUCTIVE", "BYPASS"], default: "NORMAL", description: "Permission mode of calls that name none (READ_ONLY, NORMAL, ASK_DESTRUCTIVE; BYPASS needs gate.allow_bypass).", env: "ONGRID_GATE_MODE" },
         allow_bypass: { type: "boolean", default: false, description: "Allow BYPASS mode (development only: non-safe calls run without approval; every such call is logged at warn level).", env: "ONGRID_GATE_ALLOW_BYPASS" },
         high_risk_tools: { type: "string", default: "restart_service,kubernetes_action", description: "Comma-separated skill keys denied in NORMAL mode and sent to approval in ASK_DESTRUCTIVE (guardrail layer 2).", env: "ONGRID_GATE_HIGH_RISK_TOOLS" },
-        notification_tools: { type: "string", default: "", description: "Comma-separated skill keys that notify people (send a message, page); denied unless gate.allow_notifications.", env: "ONGRID_GATE_NOTIFICATION_TOOLS" },
+        notification_tools: { type: "string", default: "send_message", description: "Comma-separated skill keys that notify people (send a message, page); denied unless gate.allow_notifications.", env: "ONGRID_GATE_NOTIFICATION_TOOLS" },
         allow_notifications: { type: "boolean", default: false, description: "Let notification tools through the guardrail (they still follow their class).", env: "ONGRID_GATE_ALLOW_NOTIFICATIONS" },
       },
     },
@@ -119,6 +119,39 @@ export const CONFIG_SCHEMA = {
             max_results: { type: "integer", minimum: 1, maximum: 50, default: 10, description: "Upper bound on results returned per query.", env: "ONGRID_WEB_SEARCH_MAX_RESULTS" },
           },
         },
+        send_message: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            webhook_url: { type: "string", default: "", pattern: "^$|^https?://", description: "Where send_message posts its JSON message (Slack-compatible {text}); empty: send_message fails with a hint. The tool is also a notification tool (gate.notification_tools).", env: "ONGRID_SEND_MESSAGE_WEBHOOK_URL" },
+            timeout: { type: "string", default: "10s", description: "Deadline of one webhook post.", env: "ONGRID_SEND_MESSAGE_TIMEOUT", format: "duration" },
+          },
+        },
+      },
+    },
+    knowledge: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        dirs: { type: "string", default: "", description: "':'-separated directories of Markdown runbooks query_knowledge searches (with the stored diagnosis reports).", env: "ONGRID_KNOWLEDGE_DIRS" },
+        watch: { type: "boolean", default: true, description: "Re-index knowledge.dirs when a file under them changes.", env: "ONGRID_KNOWLEDGE_WATCH" },
+      },
+    },
+    observability: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        prometheus_url: { type: "string", default: "", pattern: "^$|^https?://", description: "Prometheus HTTP API base URL (e.g. http://127.0.0.1:9090) for query_promql, query_alert_rules and correlate_incident; empty: those tools say it is not configured.", env: "ONGRID_PROMETHEUS_URL" },
+        loki_url: { type: "string", default: "", pattern: "^$|^https?://", description: "Loki HTTP API base URL for query_logql.", env: "ONGRID_LOKI_URL" },
+        tempo_url: { type: "string", default: "", pattern: "^$|^https?://", description: "Tempo HTTP API base URL for query_traceql.", env: "ONGRID_TEMPO_URL" },
+        timeout: { type: "string", default: "15s", description: "Deadline of one request to Prometheus, Loki or Tempo.", env: "ONGRID_OBSERVABILITY_TIMEOUT", format: "duration" },
+      },
+    },
+    incidents: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        auto_diagnose: { type: "boolean", default: false, description: "Start a diagnosis session (as the webhook's user) for each new firing incident.", env: "ONGRID_INCIDENTS_AUTO_DIAGNOSE" },
       },
     },
   },
@@ -144,5 +177,9 @@ export interface ManagerConfig {
     max_timeout: string;
     output_cap_bytes: number;
     web_search: { url: string; timeout: string; max_results: number };
+    send_message: { webhook_url: string; timeout: string };
   };
+  knowledge: { dirs: string; watch: boolean };
+  observability: { prometheus_url: string; loki_url: string; tempo_url: string; timeout: string };
+  incidents: { auto_diagnose: boolean };
 }

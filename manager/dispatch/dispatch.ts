@@ -37,6 +37,14 @@ export interface Caller {
   onBehalfRole?: string;
 }
 
+/** Who made a call and in which session: handed to manager skills that make calls of their own. */
+export interface Invocation {
+  caller: Caller;
+  sessionId: string;
+  mode?: PermissionMode;
+  playbook?: string;
+}
+
 /** One request to execute a skill, as every surface (RPC, CLI, later the LLM bridge) hands it over. */
 export interface ExecuteInput {
   key: string;
@@ -246,7 +254,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   /** Runs an allowed call: credentials injected just before it runs, their values scrubbed from what comes back. */
-  async function run(target: Target, params: Record<string, unknown>, timeoutMs: number, signal: AbortSignal | undefined, evidence: Evidence | undefined): Promise<ResultEnvelope> {
+  async function run(target: Target, params: Record<string, unknown>, timeoutMs: number, signal: AbortSignal | undefined, evidence: Evidence | undefined, invocation: Invocation): Promise<ResultEnvelope> {
     const { skill, edgeId } = target;
     const injected = credentials ? await injectCredentials(skill, params, credentials) : { params, secrets: [] };
     const callId = randomUUID();
@@ -259,6 +267,7 @@ export function createDispatcher(deps: DispatcherDeps) {
           log: log.child({ skill: skill.meta.key, call_id: callId }),
           settings: (config.skills as Record<string, unknown>)[skill.meta.key] as Record<string, unknown> | undefined,
           signal,
+          invocation: invocation as unknown as Record<string, unknown>,
         });
     return injected.secrets.length ? scrubSecrets(result, injected.secrets) : result;
   }
@@ -317,7 +326,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         log.warn({ skill: target.skill.meta.key, edge_id: target.edgeId, user: input.caller.userId, class: cls }, "BYPASS MODE: a non-safe call runs without approval");
         evidence = { approvalId: "", approvers: [], sopHash: "", effectiveClass: cls, reasonType: d.reasonType };
       }
-      result = await run(target, params, timeoutMs, input.signal, evidence);
+      result = await run(target, params, timeoutMs, input.signal, evidence, { caller: input.caller, sessionId: input.sessionId ?? "", mode: input.mode, playbook: input.playbook });
     } catch (err) {
       const e = asOngrid(err);
       const seq = await record(who, trail, startedAt, { result: null, error: `${e.code}: ${e.message}` });
@@ -414,7 +423,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         if (ok.hash !== row.sopHash) throw new OngridError("permission_denied", "the SOP changed since the request");
         if (approvers.length < 2) throw new OngridError("permission_denied", `a dangerous call needs two approvers; ${row.id} has ${approvers.length}`);
       }
-      result = await run(target, params, row.timeoutMs, undefined, { approvalId: row.id, approvers, sopHash: row.sopHash, effectiveClass: cls, reasonType: "approved" });
+      result = await run(target, params, row.timeoutMs, undefined, { approvalId: row.id, approvers, sopHash: row.sopHash, effectiveClass: cls, reasonType: "approved" }, { caller, sessionId: row.sessionId });
     } catch (err) {
       const e = asOngrid(err);
       trail.decision = e.code === "permission_denied" ? "deny" : "allow";

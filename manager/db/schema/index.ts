@@ -6,3 +6,5 @@ export * from "./approvals.ts";
 export * from "./credentials.ts";
 export * from "./route-decisions.ts";
 export * from "./agent-sessions.ts";
+export * from "./knowledge.ts";
+export * from "./incidents.ts";

@@ -1,0 +1,24 @@
+/** What the base tools reach of the manager: handed over once at start (manager/main.ts openCore). */
+import type { Logger } from "pino";
+import type { Hub } from "../tunnel/hub.ts";
+import type { EdgeStore } from "../edges/store.ts";
+import type { Dispatcher } from "../dispatch/dispatch.ts";
+import type { Database } from "../db/client.ts";
+import type { AuditLog } from "../audit/types.ts";
+import type { ApprovalStore } from "../approvals/store.ts";
+import type { ManagerConfig } from "../config/schema.ts";
+import type { Agent } from "../agent/diagnose.ts";
+
+/** The manager's parts a base tool may use. */
+export interface BaseToolDeps {
+  hub: Hub;
+  edges: EdgeStore;
+  dispatcher: Dispatcher;
+  database: Database;
+  audit: AuditLog;
+  approvals: ApprovalStore;
+  config: ManagerConfig;
+  log: Logger;
+  /** The diagnosis agent (created after the tools are registered, hence a getter). */
+  agent: () => Agent | undefined;
+}
