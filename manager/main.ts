@@ -19,6 +19,9 @@ import { createHub, TUNNEL_PATH, type Hub } from "./tunnel/hub.ts";
 import { listen, type DualHandler } from "./server/listen.ts";
 import { routes } from "./server/routes.ts";
 import { createConsole } from "./server/console.ts";
+import { createMetricsRoute } from "./server/metrics.ts";
+import { createHookRoutes } from "./server/hooks.ts";
+import type { HttpRoute } from "./server/http-route.ts";
 import { createBaseTools } from "./tools/index.ts";
 import { toConnectError } from "./server/errors.ts";
 import { auditUndecoded, markDecoded, requestContextValues } from "./server/undecoded-audit.ts";
@@ -88,6 +91,9 @@ export function openPlaybooks(config: ManagerConfig, registry: SkillRegistry, ed
   });
   return playbooks;
 }
+
+/** The manager's parts as openCore assembles them. */
+export type Core = Awaited<ReturnType<typeof openCore>> & { config: ManagerConfig; log: Logger };
 
 /** Opens storage, the registries and the router without listening: what the CLI needs to run skills in process. */
 export async function openCore(config: ManagerConfig, log: Logger) {
@@ -175,6 +181,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     } as typeof res;
   };
   const serveConsole = createConsole(config.server.console_dir || undefined);
+  const httpRoutes: HttpRoute[] = [createMetricsRoute({ ...core, config, log }), createHookRoutes({ ...core, config, log })];
   const rpc = connectNodeAdapter({
     routes: routes(core),
     readMaxBytes: config.server.max_request_bytes,
@@ -187,6 +194,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
           res.end("ok\n");
           return;
         }
+        for (const route of httpRoutes) if (route(req, res)) return;
         if (serveConsole(req, res)) return;
         res.writeHead(404, { "content-type": "application/json" });
         res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
