@@ -1,6 +1,7 @@
 /** The edge agent `ongrid-edge`: dials out to the manager and runs host skills (compiled with `bun build --compile`). */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
+import { isAbsolute } from "node:path";
 import { Command, CommanderError } from "commander";
 import pino from "pino";
 import { parseDuration } from "../skill/duration.ts";
@@ -46,6 +47,7 @@ export function buildEdgeProgram(): Command {
     .option("--label <key=value>", "a label for selectors (repeatable; ONGRID_EDGE_LABELS=k=v,k=v)", list, env.ONGRID_EDGE_LABELS ? env.ONGRID_EDGE_LABELS.split(",") : [])
     .option("--allowed-root <dir>", "directory tail_file and host_files may read (repeatable; ONGRID_EDGE_ALLOWED_ROOTS=a:b)", list, env.ONGRID_EDGE_ALLOWED_ROOTS ? env.ONGRID_EDGE_ALLOWED_ROOTS.split(":") : [])
     .option("--pack-dir <dir>", "directory of subprocess skill packs, or of one pack (repeatable; ONGRID_EDGE_PACK_DIRS=a:b)", list, env.ONGRID_EDGE_PACK_DIRS ? env.ONGRID_EDGE_PACK_DIRS.split(":") : [])
+    .option("--proc-root <dir>", "proc filesystem host_load and host_processes read instead of /proc, e.g. the host's /proc mounted into a container (ONGRID_EDGE_PROC_ROOT)", env.ONGRID_EDGE_PROC_ROOT)
     .option("--no-watch-packs", "do not rescan packs on file changes (SIGHUP still rescans; ONGRID_EDGE_WATCH_PACKS=false)")
     .option("--concurrency <n>", "calls run at once; more wait (ONGRID_EDGE_CONCURRENCY)", env.ONGRID_EDGE_CONCURRENCY ?? "8")
     .option("--output-cap <bytes>", "outputs larger than this are truncated (ONGRID_OUTPUT_CAP_BYTES)", env.ONGRID_OUTPUT_CAP_BYTES ?? "65536")
@@ -72,6 +74,7 @@ export function buildEdgeProgram(): Command {
       if (!token) bad("--token", "is required (or --token-file, ONGRID_EDGE_TOKEN)");
       const id = o.id ? String(o.id) : edgeIdFromHostname(hostname());
       if (!EDGE_ID_PATTERN.test(id)) bad("--id", `"${id}" is not a valid edge id (lower-case letters, digits, dots, dashes; 1-63)`);
+      if (o.procRoot !== undefined && !isAbsolute(o.procRoot)) bad("--proc-root", `"${o.procRoot}" must be an absolute directory path`);
       if (!LOG_LEVELS.includes(o.logLevel)) bad("--log-level", `must be one of ${LOG_LEVELS.join(", ")}`);
       const concurrency = Number(o.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) bad("--concurrency", "must be an integer from 1 to 1024");
@@ -100,6 +103,7 @@ export function buildEdgeProgram(): Command {
         outputCapBytes: outputCap,
         log,
         packDirs: (o.packDir as string[]).filter(Boolean),
+        procRoot: o.procRoot || undefined,
       });
       const packs = runtime.packs;
       if (packs && o.watchPacks && env.ONGRID_EDGE_WATCH_PACKS !== "false") packs.watch();

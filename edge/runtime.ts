@@ -20,6 +20,8 @@ export interface EdgeRuntimeOptions {
   log: Logger;
   /** Directories of subprocess packs (E2), loaded as host skills; none by default. */
   packDirs?: string[];
+  /** The proc filesystem host_load and host_processes read instead of /proc (a host's /proc mounted into a container; tests' fake one). */
+  procRoot?: string;
 }
 
 /** A runtime and, when pack directories are configured, its packs. */
@@ -55,7 +57,11 @@ export function createEdgeRuntime(o: EdgeRuntimeOptions): EdgeRuntimeWithPacks {
     os: `${platform()}/${arch()}`,
     labels: o.labels,
     registry,
-    settings: { tail_file: { allowed_roots: o.allowedRoots }, host_files: { allowed_roots: o.allowedRoots } },
+    settings: {
+      tail_file: { allowed_roots: o.allowedRoots },
+      host_files: { allowed_roots: o.allowedRoots },
+      ...(o.procRoot ? { host_load: { proc_root: o.procRoot }, host_processes: { proc_root: o.procRoot } } : {}),
+    },
     concurrency: o.concurrency,
     outputCapBytes: o.outputCapBytes,
     log: o.log,

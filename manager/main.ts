@@ -20,6 +20,7 @@ import { listen, type DualHandler } from "./server/listen.ts";
 import { routes } from "./server/routes.ts";
 import { createConsole } from "./server/console.ts";
 import { createMetricsRoute } from "./server/metrics.ts";
+import { createManagerMetrics } from "./observability/metrics.ts";
 import { createHookRoutes } from "./server/hooks.ts";
 import type { HttpRoute } from "./server/http-route.ts";
 import { createBaseTools } from "./tools/index.ts";
@@ -119,7 +120,15 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   const identity = createIdentityStore(database);
   const approvals = createApprovalStore(database);
   const credentials = createCredentialStore(database, loadCredentialKey(config.credentials));
-  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials, playbooks });
+  const metrics = createManagerMetrics({
+    knows: (key) => Boolean(registry.get(key)) || Boolean(hub?.sessions().some((s) => s.skills.has(key))),
+    connectedEdges: () => hub?.sessions().length ?? 0,
+    managerSkills: () => registry.size,
+    database,
+    version: MANAGER_VERSION,
+    log,
+  });
+  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials, playbooks, onCall: metrics.observeCall });
   const workflow = createApprovalWorkflow({ store: approvals, audit, log, run: dispatcher.runApproved });
   const router = createRouter({
     playbooks,
@@ -142,8 +151,10 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     log,
   });
   // The base tools (fleet, knowledge, observability, agent helpers) are manager skills like any other.
-  for (const tool of createBaseTools({ hub, edges, dispatcher, database, audit, approvals, config, log, agent: () => agent })) registry.register(tool);
-  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent };
+  // Their background work (e.g. the knowledge index) starts once startManager serves; the CLI never starts it.
+  const serving: Array<() => () => Promise<void>> = [];
+  for (const tool of createBaseTools({ hub, edges, dispatcher, database, audit, approvals, config, log, agent: () => agent, onServe: (start) => serving.push(start) })) registry.register(tool);
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics };
 }
 
 /** Starts a manager on the configured port. */
@@ -222,6 +233,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   }
   const stopWatching = config.packs.watch ? core.packs?.watch() : undefined;
   const stopWatchingPlaybooks = config.playbooks.watch ? core.playbooks.watch() : undefined;
+  const stopServing = core.serving.map((start) => start());
   log.info({ url: listener.url, tls: listener.tls, db: core.database.kind, skills: core.registry.size }, "manager listening");
   return {
     url: listener.url,
@@ -237,6 +249,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       await listener.close();
       await core.dispatcher.drain();
       await core.audit.flush();
+      await Promise.allSettled(stopServing.map((stop) => stop()));
       await core.database.close();
     },
   };

@@ -99,6 +99,22 @@ export interface DispatcherDeps {
   credentials?: CredentialStore;
   /** Loaded playbooks, for calls that name one (layer 0). */
   playbooks?: { get(name: string): { allowedTools: string[] } | undefined };
+  /** Told of every call as its audit row is written (the manager's /metrics counts them); must not throw. */
+  onCall?: (call: CallObservation) => void;
+}
+
+/** One call as its audit row records it, for observers such as /metrics. */
+export interface CallObservation {
+  key: string;
+  edgeId: string;
+  /** The gate's decision: allow | ask | deny, "" when refused before the gate. */
+  decision: string;
+  /** "code: message", "" on success (and for a call parked for approval). */
+  error: string;
+  /** The envelope when the call ran, else null. */
+  result: ResultEnvelope | null;
+  /** From the dispatcher taking the call to its row. */
+  durationMs: number;
 }
 
 /** Where a call goes: in process, or down one edge's tunnel. */
@@ -116,7 +132,7 @@ interface Trail {
 
 /** Creates the dispatcher: one row per call, on every outcome. */
 export function createDispatcher(deps: DispatcherDeps) {
-  const { registry, audit, config, log, hub, edges, approvals, credentials, playbooks } = deps;
+  const { registry, audit, config, log, hub, edges, approvals, credentials, playbooks, onCall } = deps;
   const defaultTimeout = parseDuration(config.skills.default_timeout);
   const maxTimeout = parseDuration(config.skills.max_timeout);
   const approvalTtl = parseDuration(config.approvals.ttl);
@@ -231,6 +247,11 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   /** Writes the row of a call and returns its seq. */
   async function record(input: { key: string; edgeId: string; sessionId: string; caller: Caller }, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string }): Promise<number> {
+    try {
+      onCall?.({ key: input.key, edgeId: input.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: Date.now() - startedAt.getTime() });
+    } catch (err) {
+      log.warn({ err: (err as Error)?.message }, "a call observer failed");
+    }
     const row = await audit.append(
       auditRecord({
         sessionId: input.sessionId,

@@ -4,6 +4,7 @@
  * model can act on: not configured, unreachable, a refused query (with Prometheus's own words).
  */
 import { SkillError } from "../../skill/errors.ts";
+import { MAX_ANSWER_BYTES, readCapped } from "./http.ts";
 
 /** One series of an instant or range result. */
 export interface PromSeries {
@@ -44,9 +45,18 @@ export function createPrometheusClient(opts: { baseUrl: string; timeoutMs: numbe
       if (timeout.aborted) throw new SkillError("timeout", `Prometheus at ${base} did not answer within ${opts.timeoutMs} ms`, "Narrow the query (shorter range, larger step) or check Prometheus's load.");
       throw new SkillError("upstream_unavailable", `cannot reach Prometheus at ${base}: ${(err as Error).message}`, "Check observability.prometheus_url and that Prometheus runs.");
     }
+    // Capped: a matrix of many series over a long range must not be held in memory whole.
+    let text: string;
+    try {
+      text = await readCapped(res, MAX_ANSWER_BYTES, { name: "Prometheus", base });
+    } catch (err) {
+      if (err instanceof SkillError) throw err;
+      if (timeout.aborted) throw new SkillError("timeout", `Prometheus at ${base} did not finish its answer within ${opts.timeoutMs} ms`, "Narrow the query (shorter range, larger step) or check Prometheus's load.");
+      throw new SkillError("upstream_unavailable", `lost Prometheus at ${base} while reading its answer: ${(err as Error).message}`, "Retry; check that Prometheus runs.");
+    }
     let body: { status?: string; data?: T; errorType?: string; error?: string };
     try {
-      body = (await res.json()) as typeof body;
+      body = JSON.parse(text) as typeof body;
     } catch {
       throw new SkillError("upstream_error", `Prometheus at ${base} answered HTTP ${res.status} without JSON`, "Check that observability.prometheus_url points at Prometheus's HTTP API.");
     }

@@ -21,4 +21,6 @@ export interface BaseToolDeps {
   log: Logger;
   /** The diagnosis agent (created after the tools are registered, hence a getter). */
   agent: () => Agent | undefined;
+  /** Registers background work (an index, a watcher) that startManager starts once it serves; `start` returns how to stop it at close. The CLI's in-process core never starts it. */
+  onServe?: (start: () => () => Promise<void>) => void;
 }

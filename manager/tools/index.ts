@@ -5,8 +5,9 @@ import { createFleetTools } from "./fleet/index.ts";
 import { createKnowledgeTools } from "./knowledge/index.ts";
 import { createObservabilityTools } from "./observability/index.ts";
 import { createHelpersTools } from "./helpers/index.ts";
+import { createIncidentTools } from "./incidents/index.ts";
 
 /** Every base tool, bound to the manager's parts. */
 export function createBaseTools(deps: BaseToolDeps): SkillDefinition<any>[] {
-  return [...createFleetTools(deps), ...createKnowledgeTools(deps), ...createObservabilityTools(deps), ...createHelpersTools(deps)];
+  return [...createFleetTools(deps), ...createKnowledgeTools(deps), ...createObservabilityTools(deps), ...createIncidentTools(deps), ...createHelpersTools(deps)];
 }

@@ -1,0 +1,183 @@
+/**
+ * Running diagnosis sessions that can be stopped (K4 task_stop): agent_tool's workers and the
+ * sessions the Alertmanager webhook starts. Each is registered under its session id with its
+ * owner and an AbortController; stopping one aborts the session's signal, which cancels its model
+ * calls and the tool calls in flight (the dispatcher passes the signal down to edges).
+ * One registry per agent (a WeakMap keyed by the Agent object), so every part holding the same
+ * agent — the base tools and the webhook routes — sees the same tasks.
+ */
+import { createSessionStore } from "./session-store.ts";
+import type { Database } from "../db/client.ts";
+import type { Agent, DiagnoseInput } from "./diagnose.ts";
+
+/** What a task is. */
+export type TaskKind = "worker" | "incident_diagnosis";
+
+/** One running task. */
+export interface Task {
+  /** The session id (ses_…). */
+  id: string;
+  kind: TaskKind;
+  /** The user whose task it is (the session's user). */
+  owner: string;
+  /** For a worker: the session whose agent_tool call started it ("" when a person called agent_tool). */
+  parentSessionId: string;
+  startedAt: Date;
+  /** Set once someone stopped it. */
+  stoppedBy?: string;
+}
+
+interface Entry extends Task {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** How long stop() waits for the session to wind down before answering. */
+const STOP_WAIT_MS = 10_000;
+
+/** Creates a registry. */
+export function createTaskRegistry() {
+  const running = new Map<string, Entry>();
+  return {
+    /**
+     * Registers a running session; `done` settles when it has ended (the registry then forgets it).
+     * The controller is the one whose signal the session was started with.
+     */
+    add(task: Omit<Task, "startedAt" | "stoppedBy">, controller: AbortController, done: Promise<unknown>): void {
+      const entry: Entry = { ...task, startedAt: new Date(), controller, done: done.then(() => undefined, () => undefined) };
+      running.set(task.id, entry);
+      void entry.done.then(() => {
+        if (running.get(task.id) === entry) running.delete(task.id);
+      });
+    },
+    get(id: string): Task | undefined {
+      const e = running.get(id);
+      return e && view(e);
+    },
+    /** The running tasks, optionally of one owner, oldest first. */
+    list(owner?: string): Task[] {
+      return [...running.values()].filter((e) => owner === undefined || e.owner === owner).map(view);
+    },
+    /** Aborts a task (task_stop by `by`) and waits, bounded, until its session has ended; returns whether it ended in time. */
+    async stop(id: string, by: string): Promise<{ task: Task; ended: boolean } | undefined> {
+      const e = running.get(id);
+      if (!e) return undefined;
+      e.stoppedBy ??= by;
+      e.controller.abort(new StopError(by, `stopped by ${by} with task_stop`));
+      return { task: view(e), ended: await within(e.done, STOP_WAIT_MS) };
+    },
+    /** Aborts every task (the manager is closing) and waits, bounded, for their sessions to end. */
+    async stopAll(why: string): Promise<void> {
+      const all = [...running.values()];
+      for (const e of all) e.controller.abort(new StopError("", why));
+      await within(Promise.all(all.map((e) => e.done)), STOP_WAIT_MS);
+    },
+  };
+}
+
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const ok = await Promise.race([p.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
+  clearTimeout(timer);
+  return ok;
+}
+
+/** The abort reason of a stopped task: who stopped it ("" for the manager itself) and how to say so. */
+export class StopError extends Error {
+  readonly by: string;
+  constructor(by: string, message: string) {
+    super(message);
+    this.name = "StopError";
+    this.by = by;
+  }
+}
+
+function view(e: Entry): Task {
+  return { id: e.id, kind: e.kind, owner: e.owner, parentSessionId: e.parentSessionId, startedAt: e.startedAt, ...(e.stoppedBy ? { stoppedBy: e.stoppedBy } : {}) };
+}
+
+/** The registry's interface. */
+export type TaskRegistry = ReturnType<typeof createTaskRegistry>;
+
+const registries = new WeakMap<object, TaskRegistry>();
+
+/** The task registry of one agent (created on first use). */
+export function tasksOf(agent: object): TaskRegistry {
+  let r = registries.get(agent);
+  if (!r) registries.set(agent, (r = createTaskRegistry()));
+  return r;
+}
+
+/** Records on the session row that it was stopped (after it ended: the agent's own last write comes first). */
+export async function markStopped(database: Database, id: string, why: string): Promise<void> {
+  await createSessionStore(database).update(id, { status: "cancelled", error: `cancelled: ${why}` });
+}
+
+/** How a diagnosis run as a task ended. */
+export interface TaskOutcome {
+  sessionId: string;
+  /** The session's end: done, failed, refused (not an operations question) or cancelled (stopped). */
+  status: "done" | "failed" | "refused" | "cancelled";
+  message: string;
+  /** The playbook it ran. */
+  playbook: string;
+  /** model or fallback ("" when it ended before a report). */
+  path: string;
+  report: string;
+  verdict?: { verdict: string; unsupported: string[] };
+  toolCalls: number;
+  stoppedBy?: string;
+}
+
+/** What running a diagnosis as a task needs. */
+export interface TaskRunDeps {
+  agent: Agent;
+  database: Database;
+}
+
+/**
+ * Runs one diagnosis session to its end as a stoppable task: registered under its session id as
+ * soon as the agent has created it (`onSession` is told the id then), forgotten when it ends.
+ * Throws what the agent throws before a session exists (e.g. an edge that is not online).
+ */
+export async function runDiagnosisTask(
+  deps: TaskRunDeps,
+  task: { kind: TaskKind; parentSessionId?: string; input: Omit<DiagnoseInput, "signal">; signal?: AbortSignal },
+  onSession?: (id: string) => void | Promise<void>,
+): Promise<TaskOutcome> {
+  const registry = tasksOf(deps.agent);
+  const controller = new AbortController();
+  const signal = task.signal ? AbortSignal.any([task.signal, controller.signal]) : controller.signal;
+  let ended!: () => void;
+  const done = new Promise<void>((r) => (ended = r));
+  const out: TaskOutcome = { sessionId: "", status: "failed", message: "the session ended without a done event", playbook: "", path: "", report: "", toolCalls: 0 };
+  try {
+    for await (const ev of deps.agent.diagnose({ ...task.input, signal })) {
+      if (ev.type === "session") {
+        out.sessionId = ev.sessionId;
+        registry.add({ id: ev.sessionId, kind: task.kind, owner: task.input.user.userId, parentSessionId: task.parentSessionId ?? "" }, controller, done);
+        await onSession?.(ev.sessionId);
+      } else if (ev.type === "route") out.playbook = ev.decision.skillName;
+      else if (ev.type === "tool_result") out.toolCalls++;
+      else if (ev.type === "report") {
+        out.report = ev.markdown;
+        out.path = ev.path;
+      } else if (ev.type === "verdict") out.verdict = { verdict: ev.verdict, unsupported: ev.unsupported };
+      else if (ev.type === "done") {
+        out.status = ev.status;
+        out.message = ev.message;
+      }
+    }
+    const stop = controller.signal.aborted && controller.signal.reason instanceof StopError ? controller.signal.reason : undefined;
+    if (stop && out.sessionId) {
+      // After the agent's own last write, so the row says who stopped it.
+      await markStopped(deps.database, out.sessionId, stop.message);
+      out.status = "cancelled";
+      out.message = stop.message;
+      if (stop.by) out.stoppedBy = stop.by;
+    }
+    return out;
+  } finally {
+    ended();
+  }
+}

@@ -1,0 +1,135 @@
+/** Incidents (one per Alertmanager fingerprint) and external change events in the database (K3). */
+import { randomBytes } from "node:crypto";
+import { and, desc, eq, gte, isNull, lte, or, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import { changeEvents, incidents } from "../db/schema/index.ts";
+import type { AlertIn } from "./alertmanager.ts";
+
+/** An incident row. */
+export type IncidentRow = typeof incidents.$inferSelect;
+/** A change event row. */
+export type ChangeEventRow = typeof changeEvents.$inferSelect;
+
+/** What recording one alert did. */
+export interface Recorded {
+  incident: IncidentRow;
+  /** A new incident, or a resolved one firing again: a new occurrence (auto_diagnose starts a session for it). */
+  opened: boolean;
+  /** A firing notification older than what is stored (out of order): nothing was changed. */
+  stale: boolean;
+}
+
+/** Filters of query_incidents; all optional. */
+export interface IncidentFilter {
+  status?: "firing" | "resolved";
+  /** Incidents active at some point in [since, until]. */
+  since?: Date;
+  until?: Date;
+  alertname?: string;
+  edgeId?: string;
+  limit: number;
+}
+
+const summaryOf = (a: Record<string, string>) => (a.summary ?? a.description ?? a.message ?? "").slice(0, 1000);
+
+/** Creates the store over the manager's database. */
+export function createIncidentStore(database: Database) {
+  const { db } = database;
+
+  async function byFingerprint(fp: string): Promise<IncidentRow | undefined> {
+    return (await db.select().from(incidents).where(eq(incidents.fingerprint, fp)))[0];
+  }
+
+  /** Records one alert: inserts, updates, resolves or reopens its incident. */
+  async function recordAlert(a: AlertIn, edgeIds: string[], now = new Date()): Promise<Recorded> {
+    const fields = {
+      alertname: (a.labels.alertname ?? "").slice(0, 200),
+      severity: (a.labels.severity ?? "").slice(0, 64),
+      summary: summaryOf(a.annotations),
+      labels: a.labels,
+      annotations: a.annotations,
+      edgeIds,
+      generatorUrl: a.generatorUrl,
+      updatedAt: now,
+    };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const existing = await byFingerprint(a.fingerprint);
+      if (!existing) {
+        const row = {
+          id: `inc_${randomBytes(8).toString("hex")}`,
+          fingerprint: a.fingerprint,
+          status: a.status,
+          startsAt: a.startsAt,
+          endsAt: a.status === "resolved" ? (a.endsAt ?? now) : null,
+          sessionId: "",
+          createdAt: now,
+          ...fields,
+        };
+        const ins = await db.insert(incidents).values(row).onConflictDoNothing().returning();
+        if (ins.length) return { incident: ins[0], opened: a.status === "firing", stale: false };
+        continue; // another post inserted it meanwhile: update that one
+      }
+      if (a.status === "resolved") {
+        const upd = await db.update(incidents).set({ ...fields, status: "resolved", endsAt: a.endsAt ?? now }).where(eq(incidents.id, existing.id)).returning();
+        return { incident: upd[0], opened: false, stale: false };
+      }
+      if (existing.status === "resolved") {
+        // Firing after resolved: a new occurrence when it started later, else a late notification.
+        if (a.startsAt.getTime() <= existing.startsAt.getTime()) return { incident: existing, opened: false, stale: true };
+        const upd = await db
+          .update(incidents)
+          .set({ ...fields, status: "firing", startsAt: a.startsAt, endsAt: null, sessionId: "" })
+          .where(and(eq(incidents.id, existing.id), eq(incidents.status, "resolved")))
+          .returning();
+        if (!upd.length) continue; // reopened by a concurrent post
+        return { incident: upd[0], opened: true, stale: false };
+      }
+      const upd = await db.update(incidents).set({ ...fields, status: "firing", endsAt: null }).where(eq(incidents.id, existing.id)).returning();
+      return { incident: upd[0], opened: false, stale: false };
+    }
+    return { incident: (await byFingerprint(a.fingerprint))!, opened: false, stale: false };
+  }
+
+  return {
+    recordAlert,
+
+    /** Incidents matching the filter, newest first; one more than `limit` tells the caller it was cut. */
+    async list(f: IncidentFilter): Promise<IncidentRow[]> {
+      const where: SQL[] = [];
+      if (f.status) where.push(eq(incidents.status, f.status));
+      if (f.until) where.push(lte(incidents.startsAt, f.until));
+      if (f.since) where.push(or(isNull(incidents.endsAt), gte(incidents.endsAt, f.since))!);
+      if (f.alertname) where.push(eq(incidents.alertname, f.alertname));
+      if (f.edgeId) where.push(sql`${incidents.edgeIds} @> ${JSON.stringify([f.edgeId])}::jsonb`);
+      return db
+        .select()
+        .from(incidents)
+        .where(where.length ? and(...where) : undefined)
+        .orderBy(desc(incidents.startsAt), desc(incidents.id))
+        .limit(f.limit + 1);
+    },
+
+    /** One incident by id (inc_…) or by Alertmanager fingerprint. */
+    async get(idOrFingerprint: string): Promise<IncidentRow | undefined> {
+      return (await db.select().from(incidents).where(or(eq(incidents.id, idOrFingerprint), eq(incidents.fingerprint, idOrFingerprint))))[0];
+    },
+
+    async setSession(id: string, sessionId: string): Promise<void> {
+      await db.update(incidents).set({ sessionId, updatedAt: new Date() }).where(eq(incidents.id, id));
+    },
+
+    async addChangeEvent(e: Omit<ChangeEventRow, "id" | "receivedAt">, now = new Date()): Promise<ChangeEventRow> {
+      return (await db.insert(changeEvents).values({ ...e, receivedAt: now }).returning())[0];
+    },
+
+    /** Change events with `at` in [since, until], newest first, at most limit + 1. */
+    async listChangeEvents(f: { since: Date; until: Date; edgeId?: string; limit: number }): Promise<ChangeEventRow[]> {
+      const where: SQL[] = [gte(changeEvents.at, f.since), lte(changeEvents.at, f.until)];
+      if (f.edgeId) where.push(eq(changeEvents.edgeId, f.edgeId));
+      return db.select().from(changeEvents).where(and(...where)).orderBy(desc(changeEvents.at), desc(changeEvents.id)).limit(f.limit + 1);
+    },
+  };
+}
+
+/** The store's interface. */
+export type IncidentStore = ReturnType<typeof createIncidentStore>;

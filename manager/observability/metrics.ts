@@ -1,0 +1,144 @@
+/**
+ * The manager's own series for GET /metrics (K3), on a registry of its own (several managers may
+ * share a process in tests): calls by skill, decision and outcome, errors by code, call latency,
+ * connected edges, pending approvals, audit rows, and prom-client's process and Node.js basics.
+ * Calls are counted by the dispatcher's observer (observeCall); the rest is read at scrape time.
+ */
+import { count, eq, max } from "drizzle-orm";
+import type { Logger } from "pino";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Database } from "../db/client.ts";
+import { approvals, toolCalls } from "../db/schema/index.ts";
+import type { CallObservation } from "../dispatch/dispatch.ts";
+
+/** The label a call of a key no skill answers to gets: keys are caller input, labels must stay few. */
+export const UNKNOWN_SKILL = "(unknown)";
+
+/** Latency buckets in seconds: from an in-process lookup to a slow fan-out near the default deadline. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const CODE_LABEL = /^[a-z][a-z0-9_]{0,47}$/;
+
+/** What the series read. */
+export interface ManagerMetricsDeps {
+  /** Whether a skill with this key exists (manager registry or an online edge); others count as UNKNOWN_SKILL. */
+  knows(key: string): boolean;
+  /** How many edges hold a tunnel to this manager now. */
+  connectedEdges(): number;
+  /** How many skills the manager itself serves. */
+  managerSkills(): number;
+  database: Database;
+  version: string;
+  log: Logger;
+}
+
+/** The registry and the dispatcher's observer. */
+export interface ManagerMetrics {
+  registry: Registry;
+  /** Counts one finished call (the dispatcher calls it as it writes the call's audit row). */
+  observeCall(call: CallObservation): void;
+  /** Adds prom-client's process_* and nodejs_* series (once; only a serving manager needs them). */
+  addProcessMetrics(): void;
+  /** The page in text format 0.0.4. */
+  render(): Promise<string>;
+}
+
+/** Where a call ended: ran and succeeded or failed, was denied, parked for approval, or refused otherwise. */
+export function outcomeOf(call: Pick<CallObservation, "result" | "decision" | "error">): string {
+  if (call.result) return call.result.success ? "success" : "failure";
+  if (call.decision === "deny") return "denied";
+  if (call.decision === "ask" && !call.error) return "pending_approval";
+  return "error";
+}
+
+/** The error code of a failed call ("code: message" in the audit row, or the envelope's code), bounded to a label-safe word. */
+export function errorCodeOf(call: Pick<CallObservation, "result" | "error">): string {
+  const code = call.result?.error?.code ?? call.error.split(":", 1)[0]!.trim();
+  return CODE_LABEL.test(code) ? code : "other";
+}
+
+/** Creates the manager's metrics. */
+export function createManagerMetrics(deps: ManagerMetricsDeps): ManagerMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const calls = new Counter({
+    name: "ongrid_skill_calls_total",
+    help: "Skill calls through the dispatcher, by skill, gate decision (allow, ask, deny, none) and outcome (success, failure, denied, pending_approval, error).",
+    labelNames: ["skill", "decision", "outcome"] as const,
+    registers,
+  });
+  const errors = new Counter({
+    name: "ongrid_skill_call_errors_total",
+    help: "Skill calls that ended with an error (refused, failed or not run), by skill and error code.",
+    labelNames: ["skill", "code"] as const,
+    registers,
+  });
+  const duration = new Histogram({
+    name: "ongrid_skill_call_duration_seconds",
+    help: "Wall time of skill calls that ran (gate to result), by skill.",
+    labelNames: ["skill"] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  new Gauge({
+    name: "ongrid_edges_connected",
+    help: "Edges holding a tunnel to this manager.",
+    registers,
+    collect() {
+      this.set(deps.connectedEdges());
+    },
+  });
+  new Gauge({
+    name: "ongrid_skills_registered",
+    help: "Skills the manager itself serves (builtins, base tools, manager packs).",
+    registers,
+    collect() {
+      this.set(deps.managerSkills());
+    },
+  });
+  const { db } = deps.database;
+  // A database that cannot answer leaves the gauge out of this scrape rather than failing the whole page.
+  const fromDb = async (gauge: Gauge, what: string, read: () => Promise<number>) => {
+    try {
+      gauge.set(await read());
+    } catch (err) {
+      gauge.reset();
+      deps.log.warn({ err: (err as Error).message, metric: what }, "metrics: could not read from the database");
+    }
+  };
+  new Gauge({
+    name: "ongrid_approvals_pending",
+    help: "Approval requests waiting for a decision.",
+    registers,
+    async collect() {
+      await fromDb(this, "ongrid_approvals_pending", async () => (await db.select({ n: count() }).from(approvals).where(eq(approvals.state, "pending")))[0]?.n ?? 0);
+    },
+  });
+  new Gauge({
+    name: "ongrid_audit_rows",
+    help: "Rows in the audit log (the hash chain's last seq; shared by every manager on the database).",
+    registers,
+    async collect() {
+      await fromDb(this, "ongrid_audit_rows", async () => Number((await db.select({ n: max(toolCalls.seq) }).from(toolCalls))[0]?.n ?? 0));
+    },
+  });
+  new Gauge({ name: "ongrid_manager_info", help: "Always 1; the manager's version as a label.", labelNames: ["version"] as const, registers }).set({ version: deps.version }, 1);
+
+  let processAdded = false;
+  return {
+    registry,
+    observeCall(call) {
+      const skill = deps.knows(call.key) ? call.key : UNKNOWN_SKILL;
+      calls.inc({ skill, decision: call.decision || "none", outcome: outcomeOf(call) });
+      if (call.error) errors.inc({ skill, code: errorCodeOf(call) });
+      if (call.result) duration.observe({ skill }, Math.max(0, call.durationMs) / 1000);
+    },
+    addProcessMetrics() {
+      if (processAdded) return;
+      processAdded = true;
+      collectDefaultMetrics({ register: registry });
+    },
+    // prom-client writes NaN as "Nan"; Prometheus reads that, but the format (and stricter parsers) say "NaN".
+    // A sample line ends with its value, and label values cannot hold a raw newline, so the fix is exact.
+    render: async () => (await registry.metrics()).replace(/^([^#\n][^\n]*) Nan$/gm, "$1 NaN"),
+  };
+}

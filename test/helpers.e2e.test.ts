@@ -1,0 +1,248 @@
+/**
+ * The agent helpers (K4) on real managers through the real dispatcher: send_message is denied by
+ * the gate's notification guardrail until gate.allow_notifications, then posts to a loopback
+ * webhook; task_stop stops a running worker for its owner or an admin and refuses anyone else;
+ * agent_tool runs a bounded worker session (offline fallback path, and a scripted model).
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { waitFor } from "./support/edge.ts";
+import { bearer, makeUser } from "./support/auth.ts";
+import { lastAuditRow } from "./support/audit.ts";
+import { rejection } from "./support/rejection.ts";
+import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
+import { AuditedError, type Caller } from "../manager/dispatch/dispatch.ts";
+import { tasksOf } from "../manager/agent/tasks.ts";
+import { createSessionStore } from "../manager/agent/session-store.ts";
+
+/** A loopback chat webhook that records what it is sent. */
+async function startWebhook(status = 200) {
+  const received: Array<{ body: unknown; headers: http.IncomingHttpHeaders }> = [];
+  const server = http.createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c) => (raw += c));
+    req.on("end", () => {
+      received.push({ body: JSON.parse(raw), headers: req.headers });
+      res.writeHead(status, { "content-type": "text/plain" });
+      res.end(status === 200 ? "ok" : "invalid_token");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/services/T000/B000/XXXX`,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+let plain: TestManager; // defaults: notifications off, no model
+let open: TestManager; // notifications on, a scripted model
+let hook: Awaited<ReturnType<typeof startWebhook>>;
+let failing: Awaited<ReturnType<typeof startWebhook>>;
+let model: ScriptedModel;
+let current: (body: any) => Reply | Promise<Reply> = () => ({ hang: true });
+
+const alice: Caller = { userId: "alice", role: "operator" };
+const bob: Caller = { userId: "bob", role: "operator" };
+const admin: Caller = { userId: "admin", role: "admin" };
+
+beforeAll(async () => {
+  hook = await startWebhook();
+  failing = await startWebhook(403);
+  model = await startScriptedModel(Array.from({ length: 500 }, () => (body: any) => current(body)));
+  plain = await bootManager({ "skills.send_message.webhook_url": hook.url });
+  open = await bootManager({
+    "gate.allow_notifications": true,
+    "skills.send_message.webhook_url": hook.url,
+    "model.base_url": model.url,
+    "model.model": "helpers-test",
+    "model.max_retries": 0,
+    // Long enough that a hanging model keeps a session running until the test stops it.
+    "model.timeout": "5m",
+  });
+  for (const m of [plain, open]) for (const [id, role] of [["alice", "operator"], ["bob", "operator"], ["carol", "operator"]]) await makeUser(m, id, role);
+}, 120_000);
+afterAll(async () => {
+  await plain?.stop();
+  await open?.stop();
+  await model?.close();
+  await hook?.close();
+  await failing?.close();
+});
+
+describe("send_message", () => {
+  it("is denied by default by the notification guardrail, through the real dispatcher, audited, and nothing is posted", async () => {
+    const err = await rejection(plain.dispatcher.execute({ key: "send_message", params: { text: "disk full on web-01" }, caller: admin }));
+    expect(err).toBeInstanceOf(AuditedError);
+    expect(err.code).toBe("permission_denied");
+    expect(err.message).toMatch(/denied \(guardrail_notification\): "send_message" is a notification tool and notifications are off \(gate\.allow_notifications\)/);
+    const row = await lastAuditRow(plain);
+    expect(row).toMatchObject({ toolName: "send_message", decision: "deny", callerUserId: "admin" });
+    expect(row.decisionReason).toMatch(/^guardrail_notification: /);
+    expect(hook.received).toHaveLength(0);
+  });
+
+  it("is not offered to a model while notifications are off, and is once they are on", async () => {
+    const list = async (m: TestManager) => {
+      const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(m.adminToken)] }));
+      return (await client.listTools({})).tools.map((t) => t.name);
+    };
+    expect(await list(plain)).not.toContain("send_message");
+    expect(await list(open)).toContain("send_message");
+  });
+
+  it("with gate.allow_notifications posts {text} to the webhook, secrets redacted", async () => {
+    const out = await open.dispatcher.execute({ key: "send_message", params: { text: "web-01 root cause: disk full. token=s3cr3t-value" }, caller: alice });
+    expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+    expect(out.result?.output).toMatchObject({ sent: true, status: 200, redacted: true });
+    expect(hook.received).toHaveLength(1);
+    expect(hook.received[0].body).toEqual({ text: "web-01 root cause: disk full. token=[REDACTED]" });
+    expect(hook.received[0].headers["content-type"]).toBe("application/json");
+    expect(await lastAuditRow(open)).toMatchObject({ toolName: "send_message", decision: "allow", callerUserId: "alice" });
+  });
+
+  it("stays behind a playbook's whitelist even though it is safe (a guardrail tool must be listed)", async () => {
+    const err = await rejection(open.dispatcher.execute({ key: "send_message", params: { text: "x" }, caller: alice, playbook: "generic_oncall" }));
+    expect(err.message).toMatch(/denied \(playbook_whitelist\): "send_message" is on a guardrail list and not in the playbook's allowed_tools/);
+    expect(hook.received).toHaveLength(1);
+  });
+
+  it("fails with the webhook's HTTP status, never quoting the webhook URL", async () => {
+    const m = await bootManager({ "gate.allow_notifications": true, "skills.send_message.webhook_url": failing.url });
+    try {
+      const out = await m.dispatcher.execute({ key: "send_message", params: { text: "hello" }, caller: admin });
+      expect(out.result?.error).toMatchObject({ code: "upstream_error", message: "the message webhook refused the message: HTTP 403" });
+      expect(JSON.stringify(out.result)).not.toContain("XXXX");
+    } finally {
+      await m.stop();
+    }
+  });
+});
+
+describe("agent_tool without a model", () => {
+  it("runs a worker session on the fallback path as the calling user and returns its report", async () => {
+    const out = await plain.dispatcher.execute({ key: "agent_tool", params: { question: "disk full on web-1" }, caller: alice, sessionId: "ext-parent-1" });
+    expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+    const o = out.result!.output as any;
+    expect(o).toMatchObject({ status: "done", path: "fallback" });
+    expect(o.session_id).toMatch(/^ses_/);
+    expect(o.report).toMatch(/^# Diagnosis report/);
+    expect(o.report).toContain("disk full on web-1");
+    const s = await createSessionStore(plain.database).get(o.session_id);
+    expect(s).toMatchObject({ userId: "alice", status: "done", path: "fallback" });
+    // It ended: nothing is left running.
+    expect(tasksOf(plain.agent).list()).toEqual([]);
+  });
+
+  it("refuses an edge that is not online before any session exists", async () => {
+    const out = await plain.dispatcher.execute({ key: "agent_tool", params: { question: "disk full on web-1", edge_id: "nowhere-01" }, caller: alice });
+    expect(out.result?.error).toMatchObject({ code: "invalid_argument" });
+    expect(out.result?.error?.message).toMatch(/edge_id: "nowhere-01" is not an online edge in your reach/);
+  });
+});
+
+/** Starts a worker for `caller` on the open manager whose model hangs, and waits until it is registered. */
+async function hangingWorker(caller: Caller, question = "nginx on web-1 returns 502") {
+  current = () => ({ hang: true });
+  const before = new Set(tasksOf(open.agent).list().map((t) => t.id));
+  const call = open.dispatcher.execute({ key: "agent_tool", params: { question }, caller, timeoutMs: 120_000 });
+  let id = "";
+  const ok = await waitFor(() => {
+    id = tasksOf(open.agent).list(caller.userId).find((t) => !before.has(t.id))?.id ?? "";
+    return Boolean(id);
+  }, 20_000);
+  expect(ok, "the worker never registered").toBe(true);
+  return { id, call };
+}
+
+describe("task_stop", () => {
+  it("refuses a stranger, lets the owner stop a running worker, and the worker's call reports it was stopped", async () => {
+    const { id, call } = await hangingWorker(alice);
+    const sessions = createSessionStore(open.database);
+    expect((await sessions.get(id))?.status).toBe("running");
+
+    const stranger = await open.dispatcher.execute({ key: "task_stop", params: { id }, caller: bob });
+    expect(stranger.result?.error).toMatchObject({ code: "permission_denied" });
+    expect(stranger.result?.error?.message).toMatch(new RegExp(`task ${id} belongs to alice; only its owner or an admin may stop it`));
+    // Still running after the refusal.
+    expect(tasksOf(open.agent).get(id)).toBeDefined();
+    expect((await sessions.get(id))?.status).toBe("running");
+
+    const stop = await open.dispatcher.execute({ key: "task_stop", params: { id }, caller: alice });
+    expect(stop.result?.success, JSON.stringify(stop.result?.error)).toBe(true);
+    expect(stop.result?.output).toEqual({ stopped: true, id, kind: "worker", owner: "alice", stopped_by: "alice", ended: true });
+
+    const res = await call;
+    expect(res.result?.error).toMatchObject({ code: "stopped" });
+    expect(res.result?.error?.message).toBe(`worker ${id} was stopped by alice with task_stop before it finished`);
+    expect(await sessions.get(id)).toMatchObject({ status: "cancelled", error: "cancelled: stopped by alice with task_stop" });
+
+    const again = await open.dispatcher.execute({ key: "task_stop", params: { id }, caller: alice });
+    expect(again.result?.error).toMatchObject({ code: "failed_precondition", message: `session ${id} already ended (status cancelled)` });
+  });
+
+  it("lets an admin stop another user's worker, but not an agent acting for an admin", async () => {
+    const { id, call } = await hangingWorker(alice);
+    const agentForAdmin: Caller = { userId: "0", role: "system", onBehalfOf: "admin", onBehalfRole: "admin" };
+    const refused = await open.dispatcher.execute({ key: "task_stop", params: { id }, caller: agentForAdmin });
+    expect(refused.result?.error?.code).toBe("permission_denied");
+    const stop = await open.dispatcher.execute({ key: "task_stop", params: { id }, caller: admin });
+    expect(stop.result?.output).toMatchObject({ stopped: true, owner: "alice", stopped_by: "admin" });
+    expect((await call).result?.error?.code).toBe("stopped");
+  });
+
+  it("says clearly what it cannot stop: unknown ids, and sessions streamed to their caller", async () => {
+    let out = await open.dispatcher.execute({ key: "task_stop", params: { id: "ses_00000000000000000000" }, caller: alice });
+    expect(out.result?.error).toMatchObject({ code: "not_found" });
+    current = () => ({ hang: true });
+    const aborter = new AbortController();
+    const client = createClient(AgentService, createConnectTransport({ baseUrl: open.url, httpVersion: "1.1", interceptors: [bearer(await makeUser(open, "alice", "operator"))] }));
+    const stream = client.diagnose({ text: "nginx on web-1 returns 502" }, { signal: aborter.signal })[Symbol.asyncIterator]();
+    const first = await stream.next();
+    const sessionId = (first.value as { sessionId: string }).sessionId;
+    out = await open.dispatcher.execute({ key: "task_stop", params: { id: sessionId }, caller: alice });
+    expect(out.result?.error).toMatchObject({ code: "not_stoppable" });
+    expect(out.result?.error?.message).toMatch(/streamed to the client that started it/);
+    aborter.abort();
+    await stream.return?.(undefined).catch(() => undefined);
+  });
+});
+
+describe("agent_tool bounds", () => {
+  it("runs at most three workers per user at once", async () => {
+    const workers = [];
+    for (let i = 0; i < 3; i++) workers.push(await hangingWorker({ userId: "carol", role: "operator" }, `nginx on web-${i} returns 502`));
+    const fourth = await open.dispatcher.execute({ key: "agent_tool", params: { question: "nginx on web-9 returns 502" }, caller: { userId: "carol", role: "operator" } });
+    expect(fourth.result?.error).toMatchObject({ code: "resource_exhausted" });
+    expect(fourth.result?.error?.message).toMatch(/carol already runs 3 workers \(at most 3 at once\)/);
+    for (const w of workers) expect((await open.dispatcher.execute({ key: "task_stop", params: { id: w.id }, caller: { userId: "carol", role: "operator" } })).result?.success).toBe(true);
+    for (const w of workers) expect((await w.call).result?.error?.code).toBe("stopped");
+  });
+
+  it("a worker cannot start workers: its model's agent_tool call is refused and it reports without one", async () => {
+    let turn = 0;
+    current = (body: any): Reply => {
+      const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
+      if (schema === "route_choice") return { json: { is_oncall: true, skill_name: "generic_oncall", confidence: 0.9, reason: "triage" } };
+      if (schema === "diagnosis_plan") return { json: { selected_skill: "generic_oncall", selection_reason: "triage", plan: ["ask a worker"] } };
+      if (schema === "verdict") return { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
+      turn++;
+      if (turn === 1) return { toolCalls: [{ name: "agent_tool", arguments: { question: "is the database on db-01 healthy?" } }] };
+      return { content: "# Report\n\nThe nested worker was refused." };
+    };
+    const out = await open.dispatcher.execute({ key: "agent_tool", params: { question: "nginx on web-1 returns 502" }, caller: alice, timeoutMs: 120_000 });
+    expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+    const o = out.result!.output as any;
+    expect(o).toMatchObject({ status: "done", path: "model", report: "# Report\n\nThe nested worker was refused." });
+    await open.audit.flush();
+    const nested = (await open.audit.list({ sessionId: o.session_id, toolName: "agent_tool" }))[0];
+    expect(nested).toMatchObject({ callerUserId: "0", onBehalfOf: "alice" });
+    expect(nested.error).toMatch(new RegExp(`session ${o.session_id} is itself a worker, and a worker cannot start workers \\(rule: depth 1\\)`));
+    expect(tasksOf(open.agent).list()).toEqual([]);
+  });
+});
