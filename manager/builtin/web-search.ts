@@ -1,4 +1,5 @@
 /** web_search (D6): a manager skill that queries a SearXNG-compatible JSON API at a configured URL. */
+import { readCapped } from "../../skill/read-capped.ts";
 import { defineSkill } from "../../skill/define.ts";
 import { SkillError } from "../../skill/errors.ts";
 import { parseDuration } from "../../skill/duration.ts";
@@ -19,24 +20,6 @@ function str(v: unknown, max = 2000): string {
 
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
-/** Reads at most `max` bytes of a response body; more is an error rather than unbounded memory. */
-async function readCapped(res: Response, max: number): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new SkillError("upstream_bad_response", `search endpoint's answer exceeds ${max} bytes`, HINT_CONFIG);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
 
 export default defineSkill({
   key: "web_search",
@@ -81,7 +64,7 @@ export default defineSkill({
     let text: string;
     try {
       res = await fetch(url, { signal, headers: { accept: "application/json" } });
-      text = await readCapped(res, MAX_BODY_BYTES);
+      text = await readCapped(res, MAX_BODY_BYTES, () => new SkillError("upstream_bad_response", `search endpoint's answer exceeds ${MAX_BODY_BYTES} bytes`, HINT_CONFIG));
     } catch (err) {
       if (ctx.signal.aborted || err instanceof SkillError) throw err;
       const e = err as Error & { cause?: { code?: string } };

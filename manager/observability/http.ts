@@ -3,6 +3,7 @@
  * failures as SkillErrors a model can act on — not configured, unreachable, too slow, the
  * backend's refusal of the query in its own words (invalid_argument), not found, other errors.
  */
+import { readCapped as readBody } from "../../skill/read-capped.ts";
 import { SkillError } from "../../skill/errors.ts";
 
 /** Largest answer read from a backend; more is refused (narrow the query) rather than held in memory. */
@@ -24,23 +25,9 @@ export function backend(name: string, url: string, setting: string, timeoutMs: n
   return { name, base: url.replace(/\/+$/, ""), setting, timeoutMs };
 }
 
-/** Reads at most `max` bytes of a body as text. */
-export async function readCapped(res: Response, max: number, b: Pick<Backend, "name" | "base">): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw new SkillError("upstream_error", `${b.name} at ${b.base} answered more than ${max} bytes`, "Narrow the query: a shorter range, a smaller limit, a more selective selector.");
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+/** Reads at most `max` bytes of a backend's answer as text. */
+export function readCapped(res: Response, max: number, b: Pick<Backend, "name" | "base">): Promise<string> {
+  return readBody(res, max, () => new SkillError("upstream_error", `${b.name} at ${b.base} answered more than ${max} bytes`, "Narrow the query: a shorter range, a smaller limit, a more selective selector."));
 }
 
 /** The backend's own words from an error body: JSON {error|message} or plain text, on one line, cut to 500 characters. */
