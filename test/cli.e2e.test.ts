@@ -84,10 +84,13 @@ describe("ongrid CLI", () => {
     expect(broken.stdout).toMatch(/BROKEN at row 1/);
   });
 
-  it("passes `skills lint` for every builtin, manager and edge", async () => {
+  it("passes `skills lint` for every builtin, manager and edge, and every base tool", async () => {
     const r = await runOngrid(["skills", "lint"]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^13 skills checked$/m);
+    // 2 manager builtins + 19 base tools + 11 edge builtins
+    expect(r.stdout).toMatch(/^32 skills checked$/m);
+    // a base tool's waived finding shows it was linted
+    expect(r.stdout).toMatch(/fleet_host_files: manager skill takes param "path".*\(waived: path is read on the edges/);
     // exec breaks the key rule on purpose (the spec fixes its key): reported as a waived warning
     expect(r.stdout).toMatch(/exec: .*\(waived: the key is fixed by SPEC D5/);
     const json = await runOngrid(["skills", "lint", "--json"]);

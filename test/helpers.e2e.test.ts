@@ -196,20 +196,41 @@ describe("task_stop", () => {
     expect((await call).result?.error?.code).toBe("stopped");
   });
 
-  it("says clearly what it cannot stop: unknown ids, and sessions streamed to their caller", async () => {
+  it("stops a diagnosis streamed by AgentService/Diagnose: a stranger is refused, the owner's stop ends the stream with a cancelled done event", async () => {
     let out = await open.dispatcher.execute({ key: "task_stop", params: { id: "ses_00000000000000000000" }, caller: alice });
     expect(out.result?.error).toMatchObject({ code: "not_found" });
     current = () => ({ hang: true });
-    const aborter = new AbortController();
     const client = createClient(AgentService, createConnectTransport({ baseUrl: open.url, httpVersion: "1.1", interceptors: [bearer(await makeUser(open, "alice", "operator"))] }));
-    const stream = client.diagnose({ text: "nginx on web-1 returns 502" }, { signal: aborter.signal })[Symbol.asyncIterator]();
+    const stream = client.diagnose({ text: "nginx on web-1 returns 502" })[Symbol.asyncIterator]();
     const first = await stream.next();
     const sessionId = (first.value as { sessionId: string }).sessionId;
+    expect(sessionId).toMatch(/^ses_/);
+    await waitFor(() => tasksOf(open.agent).get(sessionId) !== undefined, 5_000);
+    expect(tasksOf(open.agent).get(sessionId)).toMatchObject({ kind: "diagnosis", owner: "alice" });
+
+    out = await open.dispatcher.execute({ key: "task_stop", params: { id: sessionId }, caller: bob });
+    expect(out.result?.error).toMatchObject({ code: "permission_denied" });
+    expect(tasksOf(open.agent).get(sessionId)).toBeDefined();
+
     out = await open.dispatcher.execute({ key: "task_stop", params: { id: sessionId }, caller: alice });
-    expect(out.result?.error).toMatchObject({ code: "not_stoppable" });
-    expect(out.result?.error?.message).toMatch(/streamed to the client that started it/);
-    aborter.abort();
-    await stream.return?.(undefined).catch(() => undefined);
+    expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+    expect(out.result?.output).toEqual({ stopped: true, id: sessionId, kind: "diagnosis", owner: "alice", stopped_by: "alice", ended: true });
+
+    const events: Array<{ type: string; data: any }> = [];
+    for (let n = await stream.next(); !n.done; n = await stream.next()) events.push(n.value as never);
+    const done = events.filter((e) => e.type === "done");
+    expect(done).toHaveLength(1);
+    expect(done[0]!.data).toMatchObject({ status: "cancelled", message: "stopped by alice with task_stop", stoppedBy: "alice" });
+    expect(await createSessionStore(open.database).get(sessionId)).toMatchObject({ status: "cancelled", error: "cancelled: stopped by alice with task_stop" });
+    expect(tasksOf(open.agent).get(sessionId)).toBeUndefined();
+  });
+
+  it("says not_stoppable for a session recorded as running that runs in no task here", async () => {
+    const sessions = createSessionStore(open.database);
+    const id = "ses_0000000000000000dead";
+    await sessions.create({ id, userId: "alice", inputText: "left running by a process that died", edgeId: "", mode: "READ_ONLY" });
+    const out = await open.dispatcher.execute({ key: "task_stop", params: { id }, caller: alice });
+    expect(out.result?.error).toMatchObject({ code: "not_stoppable", message: `session ${id} is recorded as running but does not run in this manager process` });
   });
 });
 

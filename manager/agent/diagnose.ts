@@ -35,7 +35,7 @@ export type AgentEvent =
   | { type: "skipped"; tool: string; reason: string }
   | { type: "report"; path: "model" | "fallback"; markdown: string }
   | { type: "verdict"; verdict: string; unsupported: string[]; notes: string }
-  | { type: "done"; status: "done" | "failed" | "refused"; message: string; usage: ModelUsage };
+  | { type: "done"; status: "done" | "failed" | "refused" | "cancelled"; message: string; usage: ModelUsage; stoppedBy?: string };
 
 /** Bounds of one session (config agent.*). */
 export interface AgentLimits {

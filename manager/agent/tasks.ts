@@ -8,10 +8,10 @@
  */
 import { createSessionStore } from "./session-store.ts";
 import type { Database } from "../db/client.ts";
-import type { Agent, DiagnoseInput } from "./diagnose.ts";
+import type { Agent, AgentEvent, DiagnoseInput } from "./diagnose.ts";
 
-/** What a task is. */
-export type TaskKind = "worker" | "incident_diagnosis";
+/** What a task is: an agent_tool worker, an incident's diagnosis, or a diagnosis streamed to its caller (AgentService/Diagnose). */
+export type TaskKind = "worker" | "incident_diagnosis" | "diagnosis";
 
 /** One running task. */
 export interface Task {
@@ -135,49 +135,73 @@ export interface TaskRunDeps {
   database: Database;
 }
 
+/** What diagnoseAsTask runs. */
+export interface TaskSpec {
+  kind: TaskKind;
+  parentSessionId?: string;
+  input: Omit<DiagnoseInput, "signal">;
+  /** The caller's own signal (its stream or call went away); task_stop aborts a signal of the task's own. */
+  signal?: AbortSignal;
+}
+
 /**
- * Runs one diagnosis session to its end as a stoppable task: registered under its session id as
- * soon as the agent has created it (`onSession` is told the id then), forgotten when it ends.
- * Throws what the agent throws before a session exists (e.g. an edge that is not online).
+ * Runs one diagnosis session as a stoppable task and yields its events: registered under its
+ * session id as soon as the agent has created it (`onSession` is told the id then), forgotten when
+ * it ends. A session stopped with task_stop ends with a done event whose status is "cancelled" and
+ * which names who stopped it; the session row says the same (written after the agent's own last
+ * write). Throws what the agent throws before a session exists (e.g. an edge that is not online).
  */
-export async function runDiagnosisTask(
-  deps: TaskRunDeps,
-  task: { kind: TaskKind; parentSessionId?: string; input: Omit<DiagnoseInput, "signal">; signal?: AbortSignal },
-  onSession?: (id: string) => void | Promise<void>,
-): Promise<TaskOutcome> {
+export async function* diagnoseAsTask(deps: TaskRunDeps, task: TaskSpec, onSession?: (id: string) => void | Promise<void>): AsyncGenerator<AgentEvent> {
   const registry = tasksOf(deps.agent);
   const controller = new AbortController();
   const signal = task.signal ? AbortSignal.any([task.signal, controller.signal]) : controller.signal;
   let ended!: () => void;
   const done = new Promise<void>((r) => (ended = r));
-  const out: TaskOutcome = { sessionId: "", status: "failed", message: "the session ended without a done event", playbook: "", path: "", report: "", toolCalls: 0 };
+  let sessionId = "";
+  let sawDone = false;
+  const stopped = async (ev?: Extract<AgentEvent, { type: "done" }>): Promise<AgentEvent | undefined> => {
+    const stop = controller.signal.aborted && controller.signal.reason instanceof StopError ? controller.signal.reason : undefined;
+    if (!stop || !sessionId) return ev;
+    await markStopped(deps.database, sessionId, stop.message);
+    return { type: "done", status: "cancelled", message: stop.message, usage: ev?.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 }, ...(stop.by ? { stoppedBy: stop.by } : {}) };
+  };
   try {
     for await (const ev of deps.agent.diagnose({ ...task.input, signal })) {
       if (ev.type === "session") {
-        out.sessionId = ev.sessionId;
-        registry.add({ id: ev.sessionId, kind: task.kind, owner: task.input.user.userId, parentSessionId: task.parentSessionId ?? "" }, controller, done);
-        await onSession?.(ev.sessionId);
-      } else if (ev.type === "route") out.playbook = ev.decision.skillName;
-      else if (ev.type === "tool_result") out.toolCalls++;
-      else if (ev.type === "report") {
-        out.report = ev.markdown;
-        out.path = ev.path;
-      } else if (ev.type === "verdict") out.verdict = { verdict: ev.verdict, unsupported: ev.unsupported };
-      else if (ev.type === "done") {
-        out.status = ev.status;
-        out.message = ev.message;
-      }
+        sessionId = ev.sessionId;
+        registry.add({ id: sessionId, kind: task.kind, owner: task.input.user.userId, parentSessionId: task.parentSessionId ?? "" }, controller, done);
+        await onSession?.(sessionId);
+        yield ev;
+      } else if (ev.type === "done") {
+        sawDone = true;
+        yield (await stopped(ev))!;
+      } else yield ev;
     }
-    const stop = controller.signal.aborted && controller.signal.reason instanceof StopError ? controller.signal.reason : undefined;
-    if (stop && out.sessionId) {
-      // After the agent's own last write, so the row says who stopped it.
-      await markStopped(deps.database, out.sessionId, stop.message);
-      out.status = "cancelled";
-      out.message = stop.message;
-      if (stop.by) out.stoppedBy = stop.by;
+    if (!sawDone) {
+      const last = await stopped();
+      if (last) yield last;
     }
-    return out;
   } finally {
     ended();
   }
+}
+
+/** Runs one diagnosis session to its end as a stoppable task (diagnoseAsTask) and sums it up. */
+export async function runDiagnosisTask(deps: TaskRunDeps, task: TaskSpec, onSession?: (id: string) => void | Promise<void>): Promise<TaskOutcome> {
+  const out: TaskOutcome = { sessionId: "", status: "failed", message: "the session ended without a done event", playbook: "", path: "", report: "", toolCalls: 0 };
+  for await (const ev of diagnoseAsTask(deps, task, onSession)) {
+    if (ev.type === "session") out.sessionId = ev.sessionId;
+    else if (ev.type === "route") out.playbook = ev.decision.skillName;
+    else if (ev.type === "tool_result") out.toolCalls++;
+    else if (ev.type === "report") {
+      out.report = ev.markdown;
+      out.path = ev.path;
+    } else if (ev.type === "verdict") out.verdict = { verdict: ev.verdict, unsupported: ev.unsupported };
+    else if (ev.type === "done") {
+      out.status = ev.status;
+      out.message = ev.message;
+      if (ev.stoppedBy) out.stoppedBy = ev.stoppedBy;
+    }
+  }
+  return out;
 }

@@ -39,6 +39,7 @@ import { pino } from "pino";
 import { metadataToProto, resultToProto } from "../server/convert.ts";
 import { MANAGER_BUILTINS, createManagerRegistry } from "../builtin/index.ts";
 import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
+import { baseToolDeclarations } from "../tools/index.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
@@ -197,7 +198,7 @@ export function skillsCommand(): Command {
 
   cmd
     .command("lint")
-    .description("check every builtin skill (manager and edge), and packs given with --pack-dir, against the ACI new-tool checklist")
+    .description("check every builtin skill (manager and edge), every base tool, and packs given with --pack-dir, against the ACI new-tool checklist")
     .option("--pack-dir <dir>", "also lint the packs in this directory (repeatable); a refused manifest is an error", (v: string, acc: string[]) => [...acc, v], [])
     .option("--json", "print findings as JSON")
     .action(async (opts) => {
@@ -214,7 +215,7 @@ export function skillsCommand(): Command {
         // Lint the metadata exactly as written in skill.json (the registry's normalised copy would hide an omitted field).
         for (const spec of set.specs().values()) packDefs.push({ ...toMetadata(spec), execute: async () => null });
       }
-      const all = [...MANAGER_BUILTINS, ...EDGE_BUILTINS, ...packDefs];
+      const all = [...MANAGER_BUILTINS, ...baseToolDeclarations(), ...EDGE_BUILTINS, ...packDefs];
       const findings = lintRegistry(all);
       if (opts.json) console.log(JSON.stringify(findings, null, 2));
       else console.log(`${findings.length ? formatFindings(findings) + "\n" : ""}${all.length} skills checked`);

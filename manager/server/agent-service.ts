@@ -11,12 +11,14 @@ import { approvalToProto } from "./approval-service.ts";
 import { callerOf } from "./caller.ts";
 import { modeFromProto } from "./skill-service.ts";
 import type { Agent } from "../agent/diagnose.ts";
+import { diagnoseAsTask } from "../agent/tasks.ts";
+import type { Database } from "../db/client.ts";
 import type { IdentityStore } from "../identity/store.ts";
 import type { Caller } from "../dispatch/dispatch.ts";
 import { OngridError } from "../../skill/errors.ts";
 
 /** Builds the AgentService implementation. */
-export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; agent: Agent; identity: IdentityStore }): ServiceImpl<typeof AgentService> {
+export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; agent: Agent; identity: IdentityStore; database: Database }): ServiceImpl<typeof AgentService> {
   /** The user a tool list is for: the caller, or (admins only) the named user with their role and reach. */
   async function subject(caller: Caller, userId: string): Promise<Caller> {
     if (!userId || userId === caller.userId) return caller;
@@ -32,7 +34,9 @@ export function createAgentService(deps: { registry: SkillRegistry; hub: Hub; di
     async *diagnose(req, ctx) {
       const user = callerOf(ctx);
       let sessionId = "";
-      for await (const ev of deps.agent.diagnose({ text: req.text, user, edgeId: req.edgeId || undefined, mode: modeFromProto(req.permissionMode), waitForApproval: req.waitForApproval, signal: ctx.signal })) {
+      // A stoppable task while it runs: its owner or an admin may end it with task_stop.
+      const task = { kind: "diagnosis" as const, input: { text: req.text, user, edgeId: req.edgeId || undefined, mode: modeFromProto(req.permissionMode), waitForApproval: req.waitForApproval }, signal: ctx.signal };
+      for await (const ev of diagnoseAsTask({ agent: deps.agent, database: deps.database }, task)) {
         if (ev.type === "session") sessionId = ev.sessionId;
         const { type, ...rest } = ev;
         yield { sessionId, type, data: JSON.parse(JSON.stringify(rest)) as never };

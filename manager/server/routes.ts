@@ -29,6 +29,7 @@ import type { Router } from "../agent/router.ts";
 import type { Agent } from "../agent/diagnose.ts";
 import { AgentService } from "../../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { createAgentService } from "./agent-service.ts";
+import type { Database } from "../db/client.ts";
 
 /** The routes function for connectNodeAdapter. */
 export function routes(deps: {
@@ -45,6 +46,7 @@ export function routes(deps: {
   playbooks: PlaybookRegistry;
   router: Router;
   agent: Agent;
+  database: Database;
 }) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));

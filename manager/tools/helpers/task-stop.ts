@@ -1,6 +1,7 @@
 /**
- * task_stop (K4): stops a running task by its session id — an agent_tool worker or a diagnosis
- * the Alertmanager webhook started (manager/agent/tasks.ts). Only its owner or an admin may stop
+ * task_stop (K4): stops a running task by its session id — an agent_tool worker, a diagnosis the
+ * Alertmanager webhook started, or a diagnosis streamed to its caller by AgentService/Diagnose
+ * (manager/agent/tasks.ts). Only its owner or an admin may stop
  * it; an agent may stop its own user's tasks, never with its user's admin rights.
  */
 import { SkillError } from "../../../skill/errors.ts";
@@ -17,7 +18,7 @@ export function createTaskStop(deps: BaseToolDeps) {
     key: "task_stop",
     name: "Stop a running task",
     description:
-      "Stop a running background task by its session id: a worker started by agent_tool or a diagnosis started for an incident. Its model calls and tool calls in flight are cancelled and the session is recorded as cancelled. Use when a worker runs on a question that no longer matters or takes too long. Only the task's owner or an admin may stop it.",
+      "Stop a running task by its session id: a worker started by agent_tool, a diagnosis started for an incident, or a diagnosis someone runs from the console or `ongrid diagnose`. Its model calls and tool calls in flight are cancelled and the session is recorded as cancelled. Use when a worker runs on a question that no longer matters or takes too long. Only the task's owner or an admin may stop it.",
     class: "safe",
     category: "agent",
     schema: {
@@ -45,8 +46,8 @@ export function createTaskStop(deps: BaseToolDeps) {
         if (s.status !== "running") throw new SkillError("failed_precondition", `session ${s.id} already ended (status ${s.status})`, `Nothing to stop.${yours}`);
         throw new SkillError(
           "not_stoppable",
-          `session ${s.id} is a diagnosis streamed to the client that started it (AgentService/Diagnose), not a background task`,
-          "Stop it where it runs: close that stream (the console's Stop button, Ctrl-C for `ongrid diagnose`).",
+          `session ${s.id} is recorded as running but does not run in this manager process`,
+          "It runs in another manager process sharing the database (stop it there), or the process that ran it ended without closing it.",
         );
       }
       if (task.owner !== who && !admin) {
