@@ -191,9 +191,11 @@ export function createDispatcher(deps: DispatcherDeps) {
       }
       return { skill: local, edgeId: "", labels: {} };
     }
-    const visible = hub.sessions().filter((s) => reaches(input.caller, s.hello.labels));
+    // Every online edge in the caller's reach: only for the error paths (O(edges); a call to a
+    // named edge must not scan the fleet, or a fan-out to N edges costs N²).
+    const visible = () => hub.sessions().filter((s) => reaches(input.caller, s.hello.labels));
     if (!input.edgeId) {
-      const offeredBy = visible.filter((s) => s.skills.has(input.key)).map((s) => s.edgeId);
+      const offeredBy = visible().filter((s) => s.skills.has(input.key)).map((s) => s.edgeId);
       if (!offeredBy.length) return { skill: registry.getOrThrow(input.key), edgeId: "", labels: {} };
       throw new OngridError(
         "invalid_argument",
@@ -211,7 +213,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (!reaches(input.caller, session.hello.labels)) throw unknownEdge(input.edgeId);
     const skill = session.skills.get(input.key);
     if (!skill) {
-      if (!visible.some((s) => s.skills.has(input.key))) registry.getOrThrow(input.key);
+      if (!visible().some((s) => s.skills.has(input.key))) registry.getOrThrow(input.key);
       throw new OngridError(
         "failed_precondition",
         `edge "${input.edgeId}" does not offer skill "${input.key}"`,

@@ -1,5 +1,4 @@
 /** Fleet fan-out (B4): one host skill on many edges, results streamed as they arrive, a summary at the end. */
-import { setMaxListeners } from "node:events";
 import { OngridError } from "../../skill/errors.ts";
 import type { EnvelopeError, ResultEnvelope } from "../../skill/types.ts";
 import type { Hub } from "../tunnel/hub.ts";
@@ -62,16 +61,20 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
     }
   }
 
-  // One listener on the caller's signal instead of one per target.
-  const cancel = new AbortController();
-  setMaxListeners(0, cancel.signal);
-  input.signal?.addEventListener("abort", () => cancel.abort(input.signal!.reason), { once: true });
+  // One listener on the caller's signal, and a signal of its own per call: Node's EventTarget
+  // checks each new listener against the ones it holds, so N calls listening on one shared signal
+  // cost O(N²) (≈ 0.5 s of a 10,000-edge fan-out).
+  const inFlight = new Set<AbortController>();
+  input.signal?.addEventListener("abort", () => { for (const c of inFlight) c.abort(input.signal!.reason); }, { once: true });
   const queue: FanOutEvent[] = [];
   let wake: (() => void) | undefined;
   let remaining = targets.size;
   let succeeded = 0;
   let timedOut = 0;
   for (const edgeId of targets) {
+    const cancel = new AbortController();
+    if (input.signal?.aborted) cancel.abort(input.signal.reason);
+    else inFlight.add(cancel);
     deps.dispatcher
       .execute({
         key: input.key,
@@ -100,6 +103,7 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
         },
       )
       .then((ev) => {
+        inFlight.delete(cancel);
         queue.push(ev);
         remaining--;
         wake?.();
@@ -108,7 +112,8 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
   while (remaining > 0 || queue.length) {
     if (!queue.length) await new Promise<void>((r) => (wake = r));
     wake = undefined;
-    while (queue.length) yield queue.shift()!;
+    // Take the whole queue at once (shift() on a queue of thousands is O(n) each).
+    for (const ev of queue.splice(0)) yield ev;
   }
   yield { kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut };
 }

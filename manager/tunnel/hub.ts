@@ -72,6 +72,7 @@ interface Pending {
 /** One connected edge. */
 export interface EdgeSession {
   readonly edgeId: string;
+  /** The edge's hello: id, version, hostname, OS, labels (its skill list is not kept here; see `skills`). */
   readonly hello: Hello;
   /** What the edge offers now: from hello, replaced by each inventory frame (pack rescans). */
   skills: ReadonlyMap<string, Skill>;
@@ -228,7 +229,8 @@ export function createHub(opts: HubOptions) {
     const session: LiveSession = {
       edgeId: enrolledId,
       tokenHash,
-      hello,
+      // Without its skill list (kept as `skills`): the metadata of a dozen skills is ~15 KB an edge.
+      hello: { ...hello, skills: [] },
       skills,
       connectedAt: new Date(),
       lastHeard: Date.now(),

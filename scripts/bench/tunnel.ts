@@ -163,8 +163,8 @@ async function main(): Promise<number> {
   // 1. Execute round trip: client → manager → one simulated edge → back, sequential, one HTTP/2 connection.
   const warmup = Math.min(500, Math.max(100, Math.floor(opt.rtIterations / 4)));
   log(`round trip: ${warmup} warm-up + ${opt.rtIterations} sequential ExecuteSkill calls through one simulated edge`);
-  const rtEdge = startWorker("rt-edge", join(HERE, "sim-edges.ts"));
-  const rtConn = await rtEdge.request<{ connected: number; errors: string[] }>({ cmd: "connect", url, edges: [{ id: rtId, token: tokens.get(rtId) }], labels: { bench_rt: "1" }, parallel: 1 }, 60_000);
+  const rtEdge = startWorker("rt-edge", join(ROOT, "scripts", "sim", "edges.ts"));
+  const rtConn = await rtEdge.request<{ connected: number; errors: string[] }>({ cmd: "connect", url, edges: [{ id: rtId, token: tokens.get(rtId) }], labels: { bench_rt: "1" }, parallel: 1, inventory: "echo" }, 60_000);
   if (rtConn.connected !== 1) throw new Error(`the round-trip edge did not connect: ${rtConn.errors.join("; ")}`);
   const text = "x".repeat(64);
   const rtRequest = create(ExecuteSkillRequestSchema, { key: BENCH_SKILL, edgeId: rtId, input: { case: "params", value: { text } } });
@@ -194,8 +194,8 @@ async function main(): Promise<number> {
   );
   const hubId = "bench-hub";
   const hubToken = (await inproc.edges.enroll(hubId)).token;
-  const hubEdge = startWorker("hub-edge", join(HERE, "sim-edges.ts"));
-  const hubConn = await hubEdge.request<{ connected: number; errors: string[] }>({ cmd: "connect", url: inproc.url, edges: [{ id: hubId, token: hubToken }], labels: {}, parallel: 1 }, 60_000);
+  const hubEdge = startWorker("hub-edge", join(ROOT, "scripts", "sim", "edges.ts"));
+  const hubConn = await hubEdge.request<{ connected: number; errors: string[] }>({ cmd: "connect", url: inproc.url, edges: [{ id: hubId, token: hubToken }], labels: {}, parallel: 1, inventory: "echo" }, 60_000);
   if (hubConn.connected !== 1) throw new Error(`the hub round-trip edge did not connect: ${hubConn.errors.join("; ")}`);
   const hubRt = await timeSequential(opt.rtIterations, warmup, async () => {
     const res = await inproc.hub.call(hubId, BENCH_SKILL, { text }, 10_000);
@@ -218,9 +218,9 @@ async function main(): Promise<number> {
   const mgrBefore = await settledRss(manager.pid);
   const mgrBeforeGc = await mgrGc?.read();
   log(`connecting ${N} simulated edges (one HTTP/2 connection each, 64 dialling at a time)`);
-  const sim = startWorker("sim-edges", join(HERE, "sim-edges.ts"), needFds);
+  const sim = startWorker("sim-edges", join(ROOT, "scripts", "sim", "edges.ts"), needFds);
   const simConn = await sim.request<{ connected: number; failed: number; errors: string[]; ms: number }>(
-    { cmd: "connect", url, edges: simIds.map((id) => ({ id, token: tokens.get(id) })), labels: { bench: "1" }, parallel: 64 },
+    { cmd: "connect", url, edges: simIds.map((id) => ({ id, token: tokens.get(id) })), labels: { bench: "1" }, parallel: 64, inventory: "echo" },
     300_000,
   );
   if (simConn.connected !== N) throw new Error(`${simConn.failed} of ${N} simulated edges did not connect: ${simConn.errors.join("; ")}`);
