@@ -7,9 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { makeUser } from "./support/auth.ts";
+import { describeBothBackends } from "./support/pg.ts";
 import { auditRecord } from "../manager/audit/types.ts";
+import { createAuditLog } from "../manager/audit/log.ts";
 import { edges } from "../manager/db/schema/index.ts";
 import type { Caller } from "../manager/dispatch/dispatch.ts";
+import type { Database } from "../manager/db/client.ts";
+import { createIncidentStore } from "../manager/incidents/store.ts";
+import { collectChanges } from "../manager/incidents/changes.ts";
+import { fakeDeps } from "../manager/tools/fleet/fleet.testkit.ts";
 
 let m: TestManager;
 let poster: string;
@@ -115,5 +121,51 @@ describe("query_change_events", () => {
     expect(out.result?.error?.message).toMatch(/param "since": .* is after until/);
     out = await m.dispatcher.execute({ key: "query_change_events", params: { since: "last tuesday" }, caller: admin });
     expect(out.result?.error?.message).toMatch(/param "since": "last tuesday" is neither a time nor a duration back from now/);
+  });
+});
+
+describeBothBackends("collectChanges and the caller's reach", (backend) => {
+  let database: Database;
+  beforeAll(async () => {
+    database = await backend.open();
+  });
+  const { deps } = fakeDeps([{ id: "a-1", labels: { team: "a" } }, { id: "b-1", labels: { team: "b" } }], () => ({ output: {} }));
+  const ann: Caller = { userId: "ann", role: "operator", reach: ["team=a"] };
+
+  it("query_change_events applies the caller's reach before the limit, not after (visible changes are not lost)", async () => {
+    const store = createIncidentStore(database);
+    const now = Date.now();
+    await store.addChangeEvent({ at: new Date(now - 50 * 60_000), source: "ci", kind: "deploy", summary: "visible one", edgeId: "a-1", actor: "", details: {} });
+    for (let i = 1; i <= 3; i++) await store.addChangeEvent({ at: new Date(now - i * 60_000), source: "ci", kind: "deploy", summary: `hidden ${i}`, edgeId: "b-1", actor: "", details: {} });
+    const out = await collectChanges(
+      { database, edges: deps.edges, incidents: store },
+      { since: new Date(now - 3_600_000), until: new Date(now), origin: "external", limit: 2, viewer: ann },
+    );
+    // Filtered after the query, the 3 newer rows outside the reach used up limit + 1 and left [] (truncated false).
+    expect(out.changes.map((c) => c.summary)).toEqual(["visible one"]);
+    expect(out.truncated).toBe(false);
+  });
+
+  it("keeps the audit log's changes in reach the same way, and says truncated only when more visible changes exist", async () => {
+    const audit = createAuditLog(database);
+    const store = createIncidentStore(database);
+    const base = Date.UTC(2025, 5, 1, 10, 0);
+    const at = (min: number) => new Date(base + min * 60_000);
+    const approved = (min: number, edge: string) =>
+      audit.append(auditRecord({ toolName: "restart_service", deviceId: edge, startedAt: at(min), callerUserId: "olga", callerRole: "operator", decision: "allow", decisionReason: "approved: by bob (approval apr_x)", approvedBy: "bob", args: { unit: "nginx" }, result: { success: true, output: "" } }));
+    await approved(1, "a-1");
+    for (let min = 2; min <= 5; min++) await approved(min, "b-1");
+    const query = (limit: number) => collectChanges({ database, edges: deps.edges, incidents: store }, { since: at(0), until: at(59), origin: "audit", limit, viewer: ann });
+    let out = await query(2);
+    expect(out.changes.map((c) => `${c.at.slice(11, 16)} ${c.edge_id}`)).toEqual(["10:01 a-1"]);
+    expect(out.truncated).toBe(false);
+    await approved(6, "a-1");
+    await approved(7, "a-1");
+    out = await query(2);
+    expect(out.changes.map((c) => `${c.at.slice(11, 16)} ${c.edge_id}`)).toEqual(["10:07 a-1", "10:06 a-1"]);
+    expect(out.truncated).toBe(true);
+    out = await query(3);
+    expect(out.changes.map((c) => `${c.at.slice(11, 16)} ${c.edge_id}`)).toEqual(["10:07 a-1", "10:06 a-1", "10:01 a-1"]);
+    expect(out.truncated).toBe(false);
   });
 });

@@ -5,7 +5,10 @@
  * agent_tool runs a bounded worker session (offline fallback path, and a scripted model).
  */
 import http from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -18,7 +21,12 @@ import { rejection } from "./support/rejection.ts";
 import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
 import { AuditedError, type Caller } from "../manager/dispatch/dispatch.ts";
 import { tasksOf } from "../manager/agent/tasks.ts";
+import pino from "pino";
+import { createAgentTool } from "../manager/tools/helpers/agent-tool.ts";
+import { runTool } from "../manager/tools/fleet/fleet.testkit.ts";
 import { createSessionStore } from "../manager/agent/session-store.ts";
+import { loadConfig } from "../manager/config/load.ts";
+import { createLogger, startManager } from "../manager/main.ts";
 
 /** A loopback chat webhook that records what it is sent. */
 async function startWebhook(status = 200) {
@@ -118,6 +126,41 @@ describe("send_message", () => {
       const out = await m.dispatcher.execute({ key: "send_message", params: { text: "hello" }, caller: admin });
       expect(out.result?.error).toMatchObject({ code: "upstream_error", message: "the message webhook refused the message: HTTP 403" });
       expect(JSON.stringify(out.result)).not.toContain("XXXX");
+    } finally {
+      await m.stop();
+    }
+  });
+
+  it("never quotes its webhook URL, not even when the URL cannot be parsed", async () => {
+    const url = "https://hooks.example.invalid:99999/services/T000/B000/SECRETPATH";
+    // The configuration refuses it at load, naming the key and the rule, not the URL.
+    const refused = await rejection(bootManager({ "gate.allow_notifications": true, "skills.send_message.webhook_url": url }));
+    expect(refused.message).toMatch(/skills\.send_message\.webhook_url: is not a valid URL \(rule: url\)/);
+    expect(refused.message).not.toContain("SECRETPATH");
+    // A manager whose configuration was built past loadConfig (in code): the tool itself keeps the URL out of its answer and the audit log.
+    const config = loadConfig({ env: {}, overrides: { "server.port": 0, data_dir: mkdtempSync(join(tmpdir(), "ongrid-test-")), "gate.allow_notifications": true, "skills.send_message.webhook_url": "https://hooks.example.com/x" } });
+    config.skills.send_message.webhook_url = url;
+    const mm = await startManager(config, createLogger("silent"));
+    try {
+      const out = await mm.dispatcher.execute({ key: "send_message", params: { text: "hello" }, caller: admin });
+      expect(out.result?.success).toBe(false);
+      expect(out.result?.error).toMatchObject({ code: "not_configured", message: "the webhook URL could not be used: skills.send_message.webhook_url is not a valid URL (rule: url)" });
+      expect(JSON.stringify(out.result), "the result quotes the webhook URL").not.toContain("SECRETPATH");
+      expect(JSON.stringify(await lastAuditRow(mm)), "the audit row quotes the webhook URL").not.toContain("SECRETPATH");
+    } finally {
+      await mm.close();
+      rmSync(config.data_dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names a network failure by its class only, never the URL", async () => {
+    // Port 9 (discard) on loopback: nothing listens; the path stands for a webhook's token.
+    const m = await bootManager({ "gate.allow_notifications": true, "skills.send_message.webhook_url": "http://127.0.0.1:9/services/T000/B000/SECRETPATH" });
+    try {
+      const out = await m.dispatcher.execute({ key: "send_message", params: { text: "hello" }, caller: admin });
+      expect(out.result?.error).toMatchObject({ code: "upstream_unavailable", message: expect.stringMatching(/^the webhook could not be reached \(network error(: [A-Z_]+)?\)$/) });
+      expect(JSON.stringify(out.result)).not.toMatch(/SECRETPATH|127\.0\.0\.1:9/);
+      expect(JSON.stringify(await lastAuditRow(m))).not.toContain("SECRETPATH");
     } finally {
       await m.stop();
     }
@@ -243,6 +286,39 @@ describe("agent_tool bounds", () => {
     expect(fourth.result?.error?.message).toMatch(/carol already runs 3 workers \(at most 3 at once\)/);
     for (const w of workers) expect((await open.dispatcher.execute({ key: "task_stop", params: { id: w.id }, caller: { userId: "carol", role: "operator" } })).result?.success).toBe(true);
     for (const w of workers) expect((await w.call).result?.error?.code).toBe("stopped");
+  });
+
+  it("a user cannot start more than 3 workers by calling agent_tool concurrently", async () => {
+    let n = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let sessionsCreated!: () => void;
+    const threeCreated = new Promise<void>((r) => (sessionsCreated = r));
+    const agent = {
+      async *diagnose() {
+        await new Promise((r) => setTimeout(r, 20)); // the real agent awaits the session row's insert before yielding its id
+        yield { type: "session", sessionId: `ses_${++n}` };
+        if (n === 3) sessionsCreated();
+        await gate;
+        yield { type: "done", status: "done", message: "ok", usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } };
+      },
+    };
+    const tool = createAgentTool({ agent: () => agent, database: undefined, log: pino({ level: "silent" }) } as never);
+    const runs = [1, 2, 3, 4].map((i) => runTool(tool, { question: `sub-question ${i}` }, { caller: { userId: "olga", role: "operator" }, sessionId: `chat-${i}` }));
+    await threeCreated;
+    expect(tasksOf(agent).list("olga").map((t) => t.kind)).toEqual(["worker", "worker", "worker"]);
+    release();
+    const results = await Promise.all(runs);
+    const started = results.filter((r) => r.success).length;
+    // Before: 4 workers ran at once; the count was checked before a worker registered itself.
+    expect(n).toBeLessThanOrEqual(3);
+    expect(started).toBeLessThanOrEqual(3);
+    expect(results.some((r) => r.error?.code === "resource_exhausted")).toBe(true);
+    // The fourth call was the one refused: three places were taken before any session existed.
+    expect(results[3]!.error).toMatchObject({ code: "resource_exhausted", message: "olga already runs 3 workers (at most 3 at once)" });
+    // Ended, they free their places.
+    expect(await waitFor(() => tasksOf(agent).count("worker", "olga") === 0, 5_000)).toBe(true);
+    expect((await runTool(tool, { question: "sub-question 5" }, { caller: { userId: "olga", role: "operator" }, sessionId: "chat-5" })).success).toBe(true);
   });
 
   it("a worker cannot start workers: its model's agent_tool call is refused and it reports without one", async () => {

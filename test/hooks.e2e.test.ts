@@ -9,8 +9,14 @@ import { eq } from "drizzle-orm";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { makeUser } from "./support/auth.ts";
 import { lastAuditRow } from "./support/audit.ts";
+import { waitFor } from "./support/edge.ts";
+import { describeBothBackends } from "./support/pg.ts";
+import { startScriptedModel } from "./support/openai-server.ts";
 import { edges } from "../manager/db/schema/index.ts";
 import type { Caller } from "../manager/dispatch/dispatch.ts";
+import type { Database } from "../manager/db/client.ts";
+import { createIncidentStore } from "../manager/incidents/store.ts";
+import { tasksOf } from "../manager/agent/tasks.ts";
 
 let m: TestManager;
 let am: string;
@@ -78,6 +84,9 @@ describe("POST /hooks/alertmanager refuses", () => {
     { name: "an alert without fingerprint", token: () => am, body: () => payload([alert(), alert({ fingerprint: undefined })]), status: 400, code: "invalid_argument", message: /^alerts\[1\]\.fingerprint: is required \(rule: required\)/ },
     { name: "an unknown status", token: () => am, body: () => payload([alert({ status: "pending" })]), status: 400, code: "invalid_argument", message: /^alerts\[0\]\.status: is "pending" \(rule: enum firing\|resolved\)/ },
     { name: "a bad startsAt", token: () => am, body: () => payload([alert({ startsAt: "yesterday" })]), status: 400, code: "invalid_argument", message: /^alerts\[0\]\.startsAt: must be an RFC 3339 time \(rule: format date-time\)/ },
+    // Date alone would roll it over to March 2 and store a time nobody sent.
+    { name: "an impossible startsAt", token: () => am, body: () => payload([alert({ startsAt: "2025-02-30T10:00:00Z" })]), status: 400, code: "invalid_argument", message: /^alerts\[0\]\.startsAt: is not a real date and time: February 2025 has 28 days, not 30 \(rule: format date-time\)/ },
+    { name: "an impossible endsAt", token: () => am, body: () => payload([alert({ status: "resolved", endsAt: "2026-04-31T10:00:00Z" })]), status: 400, code: "invalid_argument", message: /^alerts\[0\]\.endsAt: is not a real date and time: April 2026 has 30 days, not 31 \(rule: format date-time\)/ },
     { name: "a label that is not a string", token: () => am, body: () => payload([alert({ labels: { alertname: "X", port: 9100 } })]), status: 400, code: "invalid_argument", message: /^alerts\[0\]\.labels\.port: must be a string \(rule: type string\)/ },
     { name: "a body over server.max_request_bytes", token: () => am, body: () => Buffer.from(payload([alert({ annotations: { description: "x".repeat(LIMIT) } })])), status: 413, code: "resource_exhausted", message: /^body: is larger than 65536 bytes \(rule: server\.max_request_bytes\)/ },
   ];
@@ -148,6 +157,11 @@ describe("POST /hooks/alertmanager records incidents", () => {
     expect(((await res.json()) as any).incidents[0]).toMatchObject({ id: inc.id, opened: true, status: "firing" });
     inc = await tool("get_incident_detail", { id: inc.id });
     expect(inc).toMatchObject({ status: "firing", ends_at: null, starts_at: "2026-01-31T15:00:00.000Z" });
+
+    // A late resolved notification of the old occurrence (a retry, an HA peer) does not end the new one.
+    res = await post("/hooks/alertmanager", payload([alert({ status: "resolved", endsAt: "2026-01-31T14:20:00Z" })]));
+    expect(((await res.json()) as any).incidents[0]).toMatchObject({ id: inc.id, opened: false, stale: true, status: "firing" });
+    expect(await tool("get_incident_detail", { id: inc.id })).toMatchObject({ status: "firing", ends_at: null, starts_at: "2026-01-31T15:00:00.000Z" });
   });
 
   it("shows an incident only to callers whose reach includes one of its edges", async () => {
@@ -166,6 +180,8 @@ describe("POST /hooks/change-events", () => {
     { name: "an unknown field", body: { kind: "deploy", summary: "v2", edgeId: "web-01" }, message: /^edgeId: is not a field of a change event \(rule: additionalProperties\)/ },
     { name: "an unknown edge", body: { kind: "deploy", summary: "v2", edge_id: "nope-01" }, message: /^edge_id: "nope-01" is not an enrolled edge \(rule: known\)/ },
     { name: "a bad time", body: { kind: "deploy", summary: "v2", at: "now" }, message: /^at: must be an RFC 3339 time/ },
+    { name: "an impossible date", body: { kind: "deploy", summary: "v2", at: "2025-02-30T10:00:00Z" }, message: /^at: is not a real date and time: February 2025 has 28 days, not 30 \(rule: format date-time\)/ },
+    { name: "an impossible hour", body: { kind: "deploy", summary: "v2", at: "2025-01-31T24:00:00Z" }, message: /^at: is not a real date and time: hour 24 is not 00-23 \(rule: format date-time\)/ },
     { name: "details that are not an object", body: { kind: "deploy", summary: "v2", details: [1] }, message: /^details: must be a JSON object \(rule: type object\)/ },
   ];
   for (const c of cases) {
@@ -249,5 +265,71 @@ describe("incidents.auto_diagnose", () => {
     } finally {
       await auto.stop();
     }
+  });
+
+  it("runs at most incidents.max_auto_diagnoses (3) at once: of five new incidents in one post three get a diagnosis, the others are skipped and the answer says so", async () => {
+    // A model that never answers keeps every started diagnosis running until it is stopped.
+    const model = await startScriptedModel(Array.from({ length: 50 }, () => ({ hang: true as const })));
+    const auto = await bootManager({ "incidents.auto_diagnose": true, "model.base_url": model.url, "model.model": "bound-test", "model.max_retries": 0, "model.timeout": "5m" });
+    try {
+      const token = await makeUser(auto, "am", "operator");
+      const send = async (alerts: unknown[]) => {
+        const res = await fetch(`${auto.url}/hooks/alertmanager`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: payload(alerts) });
+        expect(res.status).toBe(200);
+        return ((await res.json()) as { incidents: Array<{ opened: boolean; diagnosis?: string }> }).incidents;
+      };
+      const burst = Array.from({ length: 5 }, (_, i) => alert({ fingerprint: `b0b0b0b0000${i}`, labels: { alertname: `Burst${i}` }, annotations: {} }));
+      const answered = await send(burst);
+      expect(answered.map((i) => i.opened)).toEqual([true, true, true, true, true]);
+      expect(answered.map((i) => i.diagnosis)).toEqual([
+        "starting",
+        "starting",
+        "starting",
+        ...Array(2).fill("skipped: 3 automatic diagnoses already run (incidents.max_auto_diagnoses); diagnose it by hand or when one ends"),
+      ]);
+      const registry = tasksOf(auto.agent);
+      expect(await waitFor(() => registry.list().length === 3, 20_000)).toBe(true);
+      expect(registry.list().every((t) => t.kind === "incident_diagnosis" && t.owner === "am")).toBe(true);
+      // While three run, another new incident gets none either.
+      expect((await send([alert({ fingerprint: "b0b0b0b00009", labels: { alertname: "Burst9" } })]))[0].diagnosis).toMatch(/^skipped: /);
+      expect(registry.count("incident_diagnosis")).toBe(3);
+      // Once they end, the places are free again.
+      for (const t of registry.list()) expect((await auto.dispatcher.execute({ key: "task_stop", params: { id: t.id }, caller: admin })).result?.success).toBe(true);
+      expect(await waitFor(() => registry.count("incident_diagnosis") === 0, 20_000)).toBe(true);
+      expect((await send([alert({ fingerprint: "b0b0b0b00010", labels: { alertname: "Burst10" } })]))[0].diagnosis).toBe("starting");
+    } finally {
+      await auto.stop();
+      await model.close();
+    }
+  });
+});
+
+describeBothBackends("the incident store", (backend) => {
+  let database: Database;
+  beforeAll(async () => {
+    database = await backend.open();
+  });
+
+  it("a late 'resolved' of an earlier occurrence does not resolve the reopened incident", async () => {
+    const store = createIncidentStore(database);
+    const t0 = new Date("2026-01-31T10:00:00Z");
+    const t1 = new Date("2026-01-31T10:10:00Z");
+    const t2 = new Date("2026-01-31T12:00:00Z");
+    const base = { labels: { alertname: "HighLoad" }, annotations: {}, generatorUrl: "", fingerprint: "fp-stale-resolved" };
+    await store.recordAlert({ ...base, status: "firing", startsAt: t0 }, []);
+    await store.recordAlert({ ...base, status: "resolved", startsAt: t0, endsAt: t1 }, []);
+    const reopened = await store.recordAlert({ ...base, status: "firing", startsAt: t2 }, []);
+    expect(reopened.opened).toBe(true);
+    // Alertmanager re-sends (HA peers, retries) the old occurrence's resolved notification.
+    const late = await store.recordAlert({ ...base, status: "resolved", startsAt: t0, endsAt: t1 }, []);
+    expect(late.stale).toBe(true);
+    expect(late.incident.status).toBe("firing");
+    // Resolving it would leave ends_at (10:10) before starts_at (12:00): correlate_incident's window would be inverted.
+    expect(late.incident.endsAt === null || late.incident.endsAt.getTime() >= late.incident.startsAt.getTime()).toBe(true);
+    // The stored row is unchanged too, and the new occurrence's own resolved notification still resolves it.
+    expect(await store.get("fp-stale-resolved")).toMatchObject({ status: "firing", endsAt: null, startsAt: t2 });
+    const t3 = new Date("2026-01-31T12:30:00Z");
+    const resolved = await store.recordAlert({ ...base, status: "resolved", startsAt: t2, endsAt: t3 }, []);
+    expect(resolved).toMatchObject({ stale: false, incident: { status: "resolved", startsAt: t2, endsAt: t3 } });
   });
 });

@@ -10,10 +10,13 @@ import { toJson } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { SkillResultSchema } from "../proto/gen/ongrid/v1/skill_pb.ts";
 import { createKnowledgeStore } from "../manager/tools/knowledge/store.ts";
+import { agentSessions, edges } from "../manager/db/schema/index.ts";
+import type { Caller } from "../manager/dispatch/dispatch.ts";
 import { writeRunbooks } from "../manager/tools/knowledge/runbooks.testdata.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { bearer, makeUser } from "./support/auth.ts";
@@ -123,5 +126,57 @@ describe("query_knowledge over the RPC", () => {
     const r = await queryKnowledge({ query: "the of and" });
     expect(r.success).toBe(false);
     expect(r.error).toMatchObject({ code: "invalid_query" });
+  });
+});
+
+describe("query_knowledge and reach (G4)", () => {
+  /** A viewer whose reach is team=web only. */
+  const wendy: Caller = { userId: "wendy", role: "viewer", reach: ["team=web"] };
+
+  async function tool(key: string, params: Record<string, unknown>, caller: Caller): Promise<any> {
+    const out = await m.dispatcher.execute({ key, params, caller });
+    expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+    return out.result!.output;
+  }
+
+  beforeAll(async () => {
+    await makeUser(m, "am-db", "operator", { reach: "team=db" });
+    await makeUser(m, "wendy", "viewer", { reach: "team=web" });
+    await m.edges.enroll("web-01");
+    await m.edges.enroll("db-01");
+    await m.database.db.update(edges).set({ labels: { team: "web" } }).where(eq(edges.id, "web-01"));
+    await m.database.db.update(edges).set({ labels: { team: "db" } }).where(eq(edges.id, "db-01"));
+  });
+
+  it("does not return the report of a diagnosis on an edge outside the caller's reach", async () => {
+    await m.database.db.insert(agentSessions).values({
+      id: "ses_review_db_000000002",
+      createdAt: new Date(),
+      updatedAt: new Date(),
+      userId: "am-db",
+      inputText: "postgres zebraquux on db-01",
+      edgeId: "db-01",
+      status: "done",
+      report: "# Diagnosis report\n\nOn db-01 the zebraquux replica lags; pg_hba allows 10.9.0.0/16.",
+    });
+    const out = await tool("query_knowledge", { query: "zebraquux", kind: "report" }, wendy);
+    expect(out.results.map((r: any) => r.source), "a team=web viewer found a db-01 diagnosis report").toEqual([]);
+    // The report is indexed: callers who reach db-01 (and an unlimited reach) find it.
+    const amDb: Caller = { userId: "am-db", role: "operator", reach: ["team=db"] };
+    expect((await tool("query_knowledge", { query: "zebraquux", kind: "report" }, amDb)).results.map((r: any) => r.source)).toEqual(["session:ses_review_db_000000002"]);
+    expect((await tool("query_knowledge", { query: "zebraquux" }, { userId: "admin", role: "admin" })).results.map((r: any) => r.source)).toEqual(["session:ses_review_db_000000002"]);
+  });
+
+  it("keeps a page full of the reports the caller reaches when better-ranked ones lie outside it", async () => {
+    const at = new Date();
+    const row = (id: string, edgeId: string, report: string) => ({ id, createdAt: at, updatedAt: at, userId: "am-db", inputText: `pulsarwidget on ${edgeId}`, edgeId, status: "done", report });
+    await m.database.db.insert(agentSessions).values([
+      ...Array.from({ length: 4 }, (_, i) => row(`ses_pulsar_db_${i}`, "db-01", "pulsarwidget pulsarwidget pulsarwidget pulsarwidget stalls on db-01")),
+      row("ses_pulsar_web_0", "web-01", "the pulsarwidget on web-01 stalls"),
+      row("ses_pulsar_web_1", "web-01", "a pulsarwidget stall on web-01 again"),
+    ]);
+    const out = await tool("query_knowledge", { query: "pulsarwidget", kind: "report", limit: 2 }, wendy);
+    expect(out.results.map((r: any) => r.source).sort()).toEqual(["session:ses_pulsar_web_0", "session:ses_pulsar_web_1"]);
+    expect(out.returned).toBe(2);
   });
 });

@@ -128,12 +128,19 @@ describeWithPrometheus("observability with a real Prometheus (K3)", () => {
     expect(r.error!.message).toMatch(/^Prometheus refused the request: bad_data: .*parse error/);
   });
 
-  it("a range with more than 11,000 points per series is refused before Prometheus is asked", async () => {
+  it("a range of more than 11,000 steps is refused before Prometheus is asked", async () => {
     const r = await run("query_promql", { expr: "up", start: "now-1d", step: "1s" });
     expect(r.success).toBe(false);
     expect(r.error!.code).toBe("invalid_argument");
     expect(r.error!.message).toContain("11,000 points");
     expect(r.error!.hint).toBe("Use a step of at least 8s, or a shorter range.");
+  });
+
+  it("a range of exactly 11,000 steps is accepted, by query_promql and by Prometheus", async () => {
+    // Prometheus refuses only (end − start) / step > 11000; 11,000 steps of 1s is the largest range it answers at that step.
+    const r = await run("query_promql", { expr: "vector(1)", start: "now-11000s", step: "1s", limit: 1 });
+    expect(r.success, JSON.stringify(r.error)).toBe(true);
+    expect(r.output).toMatchObject({ kind: "range", step_seconds: 1 });
   });
 
   it("query_alert_rules lists the rules file's rules with their state", async () => {

@@ -8,7 +8,7 @@ import { buildSkill } from "../../skill/registry.ts";
 import { validateParams } from "../../skill/validate.ts";
 import { runSkill } from "../../skill/run.ts";
 import { lintSkill } from "../../skill/lint.ts";
-import readJournal, { buildJournalArgs, parseJournalJson, parseSince } from "./read-journal.ts";
+import readJournal, { buildJournalArgs, parseJournalJson, parseJournalTime, parseSince } from "./read-journal.ts";
 
 const skill = buildSkill(readJournal);
 const log = pino({ level: "silent" });
@@ -47,6 +47,14 @@ describe("buildJournalArgs", () => {
     expect(buildJournalArgs({ lines: 200 })).toEqual(["-o", "json", "--no-pager", "--reverse", "-n", "200"]);
   });
 
+  it("bounds the window's end with --until=@<epoch seconds>, rounded up so the last second is kept, and refuses until before since", () => {
+    const since = new Date("2025-01-31T13:00:00Z");
+    expect(buildJournalArgs({ since, until: new Date("2025-01-31T14:00:00.400Z"), lines: 50 })).toEqual(["-o", "json", "--no-pager", "--reverse", "-n", "50", "--since=@1738328400", "--until=@1738332001"]);
+    expect(buildJournalArgs({ until: new Date("2025-01-31T14:00:00Z"), lines: 5 }).at(-1)).toBe("--until=@1738332000");
+    expect(() => buildJournalArgs({ since, until: new Date("2025-01-31T12:00:00Z"), lines: 5 })).toThrow(/param "until": 2025-01-31T12:00:00.000Z is before since \(2025-01-31T13:00:00.000Z\)/);
+    expect(() => buildJournalArgs({ until: new Date(Number.NaN), lines: 5 })).toThrow(/param "until": not a valid time/);
+  });
+
   it("keeps a grep that looks like an option inside its own argument", () => {
     expect(buildJournalArgs({ lines: 1, grep: "--output=cat" }).at(-1)).toBe("--grep=--output=cat");
   });
@@ -67,6 +75,9 @@ describe("param validation", () => {
     }
     for (const since of ["1h; rm -rf /", "$(reboot)", "yesterday && reboot", "--until=now", "1h ago\n--all"]) {
       expect(() => validateParams(skill, { since }), since).toThrow(/param "since"/);
+    }
+    for (const until of ["1h; rm -rf /", "$(reboot)", "--since=today", "now\n--all"]) {
+      expect(() => validateParams(skill, { until }), until).toThrow(/param "until"/);
     }
     expect(() => validateParams(skill, { lines: 5000 })).toThrow(/param "lines"/);
   });
@@ -95,6 +106,13 @@ describe("parseSince", () => {
     expect(parseSince("today", now).getTime()).toBe(new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime());
     expect(() => parseSince("2025-02-30", now)).toThrow(/param "since"/);
     expect(() => parseSince("3 moons ago", now)).toThrow(/unknown unit "moons"/);
+  });
+
+  it("reads until the same way, naming until in a refusal", () => {
+    expect(parseJournalTime("30min ago", "until", now).toISOString()).toBe("2025-06-15T11:30:00.000Z");
+    expect(parseJournalTime("2025-01-31T14:00:00Z", "until", now).toISOString()).toBe("2025-01-31T14:00:00.000Z");
+    expect(() => parseJournalTime("2025-02-30", "until", now)).toThrow(/param "until": "2025-02-30" is not a valid date and time/);
+    expect(() => parseJournalTime("3 moons ago", "until", now)).toThrow(/param "until": .*unknown unit "moons"/);
   });
 });
 
@@ -185,12 +203,13 @@ describe("read_journal", () => {
       });
     });
 
+    const messages = async (params: Record<string, unknown>) => {
+      const r = await run(params, { directory: dir });
+      expect(r.success, JSON.stringify(r.error)).toBe(true);
+      return (r.output as { entries: { message: string }[] }).entries.map((e) => e.message);
+    };
+
     it("filters by unit, priority, since and grep", async () => {
-      const messages = async (params: Record<string, unknown>) => {
-        const r = await run(params, { directory: dir });
-        expect(r.success, JSON.stringify(r.error)).toBe(true);
-        return (r.output as { entries: { message: string }[] }).entries.map((e) => e.message);
-      };
       expect(await messages({ unit: "nginx" })).toEqual(["old start", "nginx started", "upstream timed out"]);
       expect(await messages({ unit: "nginx", since: "1h ago" })).toEqual(["nginx started", "upstream timed out"]);
       expect(await messages({ unit: "nginx", since: "1h ago", lines: 1 })).toEqual(["upstream timed out"]);
@@ -198,6 +217,15 @@ describe("read_journal", () => {
       expect(await messages({ grep: "killed" })).toEqual(["Out of memory: Killed process 789"]);
       expect(await messages({ grep: "killed|Accepted" })).toEqual(["Accepted publickey for ops"]);
       expect(await messages({ grep: "no such text" })).toEqual([]);
+    });
+
+    it("bounds the window's end with until: lines then counts back from there, not from now", async () => {
+      expect(await messages({ until: "1h ago" })).toEqual(["old start"]);
+      expect(await messages({ unit: "nginx", until: "25s ago" })).toEqual(["old start", "nginx started"]);
+      expect(await messages({ since: "1h ago", until: "12s ago", lines: 2 })).toEqual(["upstream timed out", "Accepted publickey for ops"]);
+      const r = await run({ since: "1h ago", until: "2h ago" }, { directory: dir });
+      expect(r.error).toMatchObject({ code: "invalid_argument" });
+      expect(r.error!.message).toMatch(/param "until": .* is before since/);
     });
   });
 

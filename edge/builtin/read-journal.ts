@@ -15,7 +15,7 @@ type Priority = (typeof PRIORITIES)[number];
 export const UNIT_PATTERN = "^[A-Za-z0-9_][A-Za-z0-9:_.@*\\\\-]{0,254}$";
 const UNIT_RE = new RegExp(UNIT_PATTERN, "u");
 
-/** What since accepts: now, today, yesterday, an ISO date/time, or a relative time such as "1h ago", "2 days ago", "-30min". */
+/** What since and until accept: now, today, yesterday, an ISO date/time, or a relative time such as "1h ago", "2 days ago", "-30min". */
 export const SINCE_PATTERN =
   "^(?:now|today|yesterday|\\d{4}-\\d{2}-\\d{2}(?:[ T]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,6})?)?)?(?:Z|[+-]\\d{2}:?\\d{2})?|-?(?:\\d{1,6} ?[a-z]{1,7} ?){1,4}(?:ago)?)$";
 const SINCE_RE = new RegExp(SINCE_PATTERN, "u");
@@ -31,13 +31,19 @@ const MAX_RANGE_MS = 10 * 365 * 864e5;
 const MAX_MESSAGE_CHARS = 8192;
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 
-const SINCE_HINT = 'Write since as "1h ago", "30min ago", "2 days ago", "today", "yesterday" or an ISO time such as 2025-01-31T14:00:00Z.';
+const timeHint = (param: string) => `Write ${param} as "1h ago", "30min ago", "2 days ago", "today", "yesterday" or an ISO time such as 2025-01-31T14:00:00Z.`;
+const SINCE_HINT = timeHint("since");
 const UNAVAILABLE_HINT =
   "This host keeps no systemd journal (no systemd, or journald is not persisting logs). Read the service's log files with tail_file (e.g. under /var/log) instead.";
 
 /** Turns the since param into an absolute time, so journalctl only ever receives "@<epoch seconds>". */
 export function parseSince(text: string, now: Date = new Date()): Date {
-  const bad = (why: string) => new SkillError("invalid_argument", `param "since": ${JSON.stringify(text.slice(0, 64))} ${why}`, SINCE_HINT);
+  return parseJournalTime(text, "since", now);
+}
+
+/** Turns a time param (since, until) into an absolute time; a refusal names the param. */
+export function parseJournalTime(text: string, param: "since" | "until", now: Date = new Date()): Date {
+  const bad = (why: string) => new SkillError("invalid_argument", `param "${param}": ${JSON.stringify(text.slice(0, 64))} ${why}`, timeHint(param));
   if (!SINCE_RE.test(text)) throw bad("is not a time journalctl can be asked for");
   if (text === "now") return new Date(now);
   if (text === "today" || text === "yesterday") {
@@ -74,6 +80,8 @@ export function parseSince(text: string, now: Date = new Date()): Date {
 export interface JournalQuery {
   unit?: string;
   since?: Date;
+  /** Only entries up to this time: with --reverse -n N, the newest N of the window rather than of now. */
+  until?: Date;
   priority?: string;
   lines: number;
   grep?: string;
@@ -98,6 +106,14 @@ export function buildJournalArgs(q: JournalQuery): string[] {
   if (q.since !== undefined) {
     if (Number.isNaN(q.since.getTime())) throw new SkillError("invalid_argument", 'param "since": not a valid time', SINCE_HINT);
     args.push(`--since=@${Math.floor(q.since.getTime() / 1000)}`);
+  }
+  if (q.until !== undefined) {
+    if (Number.isNaN(q.until.getTime())) throw new SkillError("invalid_argument", 'param "until": not a valid time', timeHint("until"));
+    if (q.since !== undefined && q.until.getTime() < q.since.getTime()) {
+      throw new SkillError("invalid_argument", `param "until": ${q.until.toISOString()} is before since (${q.since.toISOString()})`, "Give until after since, or leave it out to read up to now.");
+    }
+    // Rounded up, so entries within the last second of the window are kept.
+    args.push(`--until=@${Math.ceil(q.until.getTime() / 1000)}`);
   }
   if (q.priority !== undefined) {
     if (!(PRIORITIES as readonly string[]).includes(q.priority)) throw new SkillError("invalid_argument", `param "priority": must be one of ${PRIORITIES.join(", ")}`, "Pick a syslog priority name, e.g. err or warning.");
@@ -212,20 +228,22 @@ export default defineSkill({
   key: "read_journal",
   name: "Read the systemd journal",
   description:
-    "Return the newest systemd journal entries on this host (time, unit, priority, pid, message), filtered by unit, start time, minimum priority and a regular expression. Use when diagnosing a systemd service that failed, restarted or logs errors, before restarting it. Fails with journal_unavailable on hosts without journald; use tail_file there.",
+    "Return the newest systemd journal entries on this host (time, unit, priority, pid, message), filtered by unit, time window (since, until), minimum priority and a regular expression. Use when diagnosing a systemd service that failed, restarted or logs errors, before restarting it. Fails with journal_unavailable on hosts without journald; use tail_file there.",
   class: "safe",
   scope: "host",
   category: "logs",
   params: {
     unit: { type: "string", description: "systemd unit to read, e.g. nginx or nginx.service; globs like docker-* work.", min: 1, max: 255, pattern: UNIT_PATTERN },
     since: { type: "string", description: 'Only entries from this time on: "1h ago", "30min ago", "2 days ago", "today", "yesterday" or an ISO time.', min: 1, max: 40, pattern: SINCE_PATTERN },
+    until: { type: "string", description: 'Only entries up to this time (same forms as since), so lines gives the newest entries of a past window, e.g. since "2025-01-31T13:00:00Z", until "2025-01-31T14:00:00Z".', min: 1, max: 40, pattern: SINCE_PATTERN },
     priority: { type: "enum", description: "Only entries of this priority or more severe.", values: PRIORITIES },
-    lines: { type: "integer", description: "How many of the newest matching entries to return.", min: 1, max: 2000, default: 200 },
+    lines: { type: "integer", description: "How many of the newest matching entries to return (the newest up to until, when given).", min: 1, max: 2000, default: 200 },
     grep: { type: "string", description: "Regular expression the message must match (journalctl --grep); case-insensitive unless it contains an uppercase letter.", min: 1, max: 512 },
   },
   resultPreview: JSON.stringify({
     unit: "nginx.service",
     since: "2025-01-31T13:00:00.000Z",
+    until: "2025-01-31T14:00:00.000Z",
     entries: [{ time: "2025-01-31T13:58:01.123Z", unit: "nginx.service", identifier: "nginx", priority: "err", pid: 812, message: "upstream timed out (110: Connection timed out)" }],
     returned: 1,
   }),
@@ -239,8 +257,10 @@ export default defineSkill({
     }
     const bin = (settings.journalctl as string | undefined) ?? "journalctl";
     const directory = settings.directory as string | undefined;
-    const since = params.since !== undefined ? parseSince(params.since) : undefined;
-    const args = buildJournalArgs({ unit: params.unit, since, priority: params.priority, lines: params.lines, grep: params.grep, directory });
+    const now = new Date();
+    const since = params.since !== undefined ? parseJournalTime(params.since, "since", now) : undefined;
+    const until = params.until !== undefined ? parseJournalTime(params.until, "until", now) : undefined;
+    const args = buildJournalArgs({ unit: params.unit, since, until, priority: params.priority, lines: params.lines, grep: params.grep, directory });
 
     let run: Run;
     try {
@@ -279,6 +299,7 @@ export default defineSkill({
     return {
       ...(params.unit !== undefined ? { unit: params.unit } : {}),
       ...(since ? { since: since.toISOString() } : {}),
+      ...(until ? { until: until.toISOString() } : {}),
       ...(params.priority !== undefined ? { priority: params.priority } : {}),
       ...(params.grep !== undefined ? { grep: params.grep } : {}),
       entries,

@@ -32,13 +32,58 @@ interface Entry extends Task {
   done: Promise<void>;
 }
 
+/**
+ * A place held for a task about to start, taken synchronously (reserve) before the first await,
+ * so concurrent starters cannot all pass the same count while their sessions are being created.
+ * Released when the task registers (it then counts as running) or fails to start; releasing
+ * twice is harmless.
+ */
+export interface TaskSlot {
+  release(): void;
+}
+
 /** How long stop() waits for the session to wind down before answering. */
 const STOP_WAIT_MS = 10_000;
 
 /** Creates a registry. */
 export function createTaskRegistry() {
   const running = new Map<string, Entry>();
+  /** Places reserved and not yet released, by kind and owner (owner "" for a reservation of no particular owner). */
+  const pending = new Map<string, number>();
+  const pendingKey = (kind: TaskKind, owner: string) => `${kind}\u0000${owner}`;
+  /** Running and reserved tasks of a kind, of one owner or of all. */
+  const count = (kind: TaskKind, owner?: string): number => {
+    let n = 0;
+    for (const e of running.values()) if (e.kind === kind && (owner === undefined || e.owner === owner)) n++;
+    for (const [key, k] of pending) {
+      const [kd, ow] = key.split("\u0000");
+      if (kd === kind && (owner === undefined || ow === owner)) n += k;
+    }
+    return n;
+  };
   return {
+    /** Running and reserved tasks of a kind, of one owner (or of all when owner is undefined). */
+    count,
+    /**
+     * Reserves a place for a task of `kind` (and `owner`) when fewer than `max` of them run or are
+     * reserved — counted over that owner's tasks, or over every owner's when owner is undefined.
+     * Synchronous: call it before the first await. Undefined when there is no place.
+     */
+    reserve(kind: TaskKind, max: number, owner?: string): TaskSlot | undefined {
+      if (count(kind, owner) >= max) return undefined;
+      const key = pendingKey(kind, owner ?? "");
+      pending.set(key, (pending.get(key) ?? 0) + 1);
+      let held = true;
+      return {
+        release() {
+          if (!held) return;
+          held = false;
+          const left = (pending.get(key) ?? 1) - 1;
+          if (left > 0) pending.set(key, left);
+          else pending.delete(key);
+        },
+      };
+    },
     /**
      * Registers a running session; `done` settles when it has ended (the registry then forgets it).
      * The controller is the one whose signal the session was started with.
@@ -142,6 +187,8 @@ export interface TaskSpec {
   input: Omit<DiagnoseInput, "signal">;
   /** The caller's own signal (its stream or call went away); task_stop aborts a signal of the task's own. */
   signal?: AbortSignal;
+  /** A place reserved for this task (TaskRegistry.reserve): released as the task registers, or when it ends without a session. */
+  slot?: TaskSlot;
 }
 
 /**
@@ -170,6 +217,7 @@ export async function* diagnoseAsTask(deps: TaskRunDeps, task: TaskSpec, onSessi
       if (ev.type === "session") {
         sessionId = ev.sessionId;
         registry.add({ id: sessionId, kind: task.kind, owner: task.input.user.userId, parentSessionId: task.parentSessionId ?? "" }, controller, done);
+        task.slot?.release(); // in the same tick as add: the task now counts as running instead
         await onSession?.(sessionId);
         yield ev;
       } else if (ev.type === "done") {
@@ -182,6 +230,7 @@ export async function* diagnoseAsTask(deps: TaskRunDeps, task: TaskSpec, onSessi
       if (last) yield last;
     }
   } finally {
+    task.slot?.release(); // ended, or failed before its session existed
     ended();
   }
 }

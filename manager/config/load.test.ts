@@ -11,6 +11,7 @@ describe("loadConfig", () => {
     expect(c.data_dir).toBe("./data");
     expect(c.database_url).toBe("");
     expect(c.skills.web_search.url).toBe("http://127.0.0.1:8888/search");
+    expect(c.incidents).toEqual({ auto_diagnose: false, max_auto_diagnoses: 3 });
   });
 
   it("layers file < environment < flags", () => {
@@ -33,6 +34,31 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_WEB_SEARCH_TIMEOUT: "0ms" } })).toThrow(/skills\.web_search\.timeout: must be at least 1ms/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_MAX_TIMEOUT: "99999999999h" } })).toThrow(/skills\.max_timeout: /);
     expect(() => loadConfig({ file: "/nonexistent/ongrid.yaml", env: {} })).toThrow(/config file \/nonexistent\/ongrid\.yaml: cannot read it/);
+  });
+
+  it("refuses a send_message webhook URL that cannot be used, naming the key and the rule but never quoting the URL", () => {
+    const refusal = (url: string, via: "env" | "flag" = "env"): string => {
+      try {
+        loadConfig(via === "env" ? { env: { ONGRID_SEND_MESSAGE_WEBHOOK_URL: url } } : { env: {}, overrides: { "skills.send_message.webhook_url": url } });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "";
+    };
+    const unparseable = refusal("https://hooks.example.invalid:99999/services/T000/B000/SECRETPATH");
+    expect(unparseable).toMatch(/skills\.send_message\.webhook_url: is not a valid URL \(rule: url\) \(set by ONGRID_SEND_MESSAGE_WEBHOOK_URL\)/);
+    expect(unparseable).not.toContain("SECRETPATH");
+    const credentials = refusal("https://bot:SECRETPASS@hooks.example.com/services/T000/B000/SECRETPATH", "flag");
+    expect(credentials).toMatch(/skills\.send_message\.webhook_url: must not carry a user or password \(user:password@\) \(rule: url_no_credentials\) \(set by command-line flag\)/);
+    expect(credentials).not.toMatch(/SECRETPASS|SECRETPATH/);
+    expect(refusal("https://bot@hooks.example.com/SECRETPATH")).toMatch(/webhook_url: must not carry a user or password/);
+    // Not http(s): the schema's pattern refuses it first, without the value either.
+    const scheme = refusal("ftp://hooks.example.com/SECRETPATH");
+    expect(scheme).toMatch(/skills\.send_message\.webhook_url: must match pattern .* \(rule: pattern; set by ONGRID_SEND_MESSAGE_WEBHOOK_URL\)/);
+    expect(scheme).not.toContain("SECRETPATH");
+    // A usable URL (with a token in its path, as chat webhooks have), and none, load.
+    expect(loadConfig({ env: { ONGRID_SEND_MESSAGE_WEBHOOK_URL: "https://hooks.example.com:8443/services/T000/B000/XXXX?x=1" } }).skills.send_message.webhook_url).toBe("https://hooks.example.com:8443/services/T000/B000/XXXX?x=1");
+    expect(() => loadConfig({ env: {} })).not.toThrow();
   });
 
   it("reports every bad value at once, environment and file alike", () => {

@@ -5,6 +5,7 @@ import { parse as parseYaml } from "yaml";
 import { OngridError } from "../../skill/errors.ts";
 import { parseDuration, DURATION_PATTERN } from "../../skill/duration.ts";
 import { CONFIG_SCHEMA, type ManagerConfig } from "./schema.ts";
+import { urlProblem } from "./url.ts";
 
 /** Where configuration comes from. */
 export interface LoadConfigOptions {
@@ -138,6 +139,11 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
     const src = sources.get(key);
     throw new OngridError("invalid_argument", `invalid config:\n  ${key}: ${msg}${src ? ` (set by ${src})` : ""}`, "see docs/config.md for every key");
   };
+  // The webhook URL often carries a token: checked here, whole, so send_message never fails on it at call
+  // time (fetch's errors quote the URL); the message names the rule, never the value.
+  const webhookUrl = cfg.skills.send_message?.webhook_url ?? ""; // the section is absent when nothing in it is set
+  const hook = webhookUrl ? urlProblem(webhookUrl) : undefined;
+  if (hook) bad("skills.send_message.webhook_url", `${hook.what} (rule: ${hook.rule})`);
   if (Boolean(cfg.server.tls_cert) !== Boolean(cfg.server.tls_key)) {
     bad(cfg.server.tls_cert ? "server.tls_key" : "server.tls_cert", "tls_cert and tls_key must be set together");
   }

@@ -152,6 +152,7 @@ export const CONFIG_SCHEMA = {
       additionalProperties: false,
       properties: {
         auto_diagnose: { type: "boolean", default: false, description: "Start a diagnosis session (as the webhook's user) for each new firing incident.", env: "ONGRID_INCIDENTS_AUTO_DIAGNOSE" },
+        max_auto_diagnoses: { type: "integer", minimum: 1, maximum: 100, default: 3, description: "Most diagnosis sessions incidents.auto_diagnose runs at once in this manager; a new firing incident beyond them gets none (logged, and said in the webhook's answer).", env: "ONGRID_INCIDENTS_MAX_AUTO_DIAGNOSES" },
       },
     },
   },
@@ -181,5 +182,5 @@ export interface ManagerConfig {
   };
   knowledge: { dirs: string; watch: boolean };
   observability: { prometheus_url: string; loki_url: string; tempo_url: string; timeout: string };
-  incidents: { auto_diagnose: boolean };
+  incidents: { auto_diagnose: boolean; max_auto_diagnoses: number };
 }

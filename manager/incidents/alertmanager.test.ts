@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { edgeCandidates, exprsFromGeneratorUrl, parseAlertmanagerPayload } from "./alertmanager.ts";
 import { mergeChanges, type ChangeEntry } from "./changes.ts";
+import { calendarProblem } from "./time.ts";
 
 describe("edgeCandidates", () => {
   it("takes edge, then instance without its port (IPv6 too), then host, without duplicates", () => {
@@ -25,6 +26,28 @@ describe("parseAlertmanagerPayload", () => {
     expect(a.endsAt).toBeUndefined();
     expect(a.startsAt.toISOString()).toBe("2026-01-31T14:00:00.123Z");
     expect(a.annotations).toEqual({});
+  });
+
+  it("refuses an impossible date instead of rolling it over, naming the field and the rule", () => {
+    const payload = (startsAt: string) => ({ version: "4", alerts: [{ status: "firing", labels: { alertname: "A" }, startsAt, fingerprint: "abc" }] });
+    // new Date("2025-02-30T10:00:00Z") is March 2: it would be stored as a time nobody sent.
+    expect(() => parseAlertmanagerPayload(payload("2025-02-30T10:00:00Z"))).toThrow("alerts[0].startsAt: is not a real date and time: February 2025 has 28 days, not 30 (rule: format date-time)");
+    expect(() => parseAlertmanagerPayload(payload("2025-06-31T10:00:00+02:00"))).toThrow("alerts[0].startsAt: is not a real date and time: June 2025 has 30 days, not 31 (rule: format date-time)");
+    expect(() => parseAlertmanagerPayload(payload("2025-01-31T24:00:00Z"))).toThrow("alerts[0].startsAt: is not a real date and time: hour 24 is not 00-23 (rule: format date-time)");
+    expect(() => parseAlertmanagerPayload(payload("2025-00-10T10:00:00Z"))).toThrow("alerts[0].startsAt: is not a real date and time: month 00 is not 01-12 (rule: format date-time)");
+    expect(parseAlertmanagerPayload(payload("2024-02-29T10:00:00Z"))[0].startsAt.toISOString()).toBe("2024-02-29T10:00:00.000Z");
+  });
+});
+
+describe("calendarProblem", () => {
+  it("says what is impossible about a date and time, and nothing about a real one", () => {
+    expect(calendarProblem("2025-02-30T10:00:00Z")).toBe("February 2025 has 28 days, not 30");
+    expect(calendarProblem("2100-02-29")).toBe("February 2100 has 28 days, not 29");
+    expect(calendarProblem("2025-13-01T00:00:00Z")).toBe("month 13 is not 01-12");
+    expect(calendarProblem("2025-01-00T00:00:00Z")).toBe("January 2025 has 31 days, not 0");
+    expect(calendarProblem("2025-01-01T23:60:00Z")).toBe("minute 60 is not 00-59");
+    expect(calendarProblem("2025-01-01 24:00")).toBe("hour 24 is not 00-23");
+    for (const ok of ["2000-02-29T00:00:00Z", "2024-02-29", "2025-12-31T23:59:59.999+14:00", "2016-12-31T23:59:60Z", "now", "1738317600"]) expect(calendarProblem(ok), ok).toBeUndefined();
   });
 });
 

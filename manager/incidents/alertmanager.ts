@@ -3,6 +3,7 @@
  * and the rule, like every other validation in ongrid. Only what incidents keep is read.
  */
 import { OngridError } from "../../skill/errors.ts";
+import { calendarProblem } from "./time.ts";
 
 /** One alert as the incidents store takes it. */
 export interface AlertIn {
@@ -35,6 +36,9 @@ function time(v: unknown, field: string, required: boolean): Date | undefined {
     if (required) throw bad(field, "is the zero time", "required");
     return undefined;
   }
+  // Date would roll an impossible date over (2025-02-30 → March 2): refuse it, saying what is wrong.
+  const impossible = calendarProblem(v);
+  if (impossible) throw bad(field, `is not a real date and time: ${impossible}`, "format date-time");
   const d = new Date(v);
   if (Number.isNaN(d.getTime())) throw bad(field, "must be an RFC 3339 time", "format date-time");
   return d;

@@ -4,7 +4,7 @@
  * mode — plus the change events deploy tools posted, merged newest first. Both are cut to the
  * caller's reach; a call's params are shown only to those who may read the audit log (approver+).
  */
-import { and, desc, eq, gte, like, lte, or, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, inArray, like, lte, or, type SQL } from "drizzle-orm";
 import type { Caller } from "../dispatch/dispatch.ts";
 import type { Database } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
@@ -69,11 +69,21 @@ export async function edgeVisibility(edges: Pick<EdgeStore, "list">, caller: Cal
 }
 
 /**
+ * The edge ids a caller sees, for a query to filter on: "" (a change on no edge) and the enrolled
+ * edges in its reach; undefined when the reach is unlimited (everything is visible). The same
+ * rule as edgeVisibility, in a form SQL can apply before its limit.
+ */
+export async function visibleEdgeIds(edges: Pick<EdgeStore, "list">, caller: Caller): Promise<string[] | undefined> {
+  if (!caller.reach?.length) return undefined;
+  return ["", ...(await edges.list()).filter((e) => reaches(caller, e.labels)).map((e) => e.id)];
+}
+
+/**
  * The audit rows that are changes: a non-safe call the gate let run after its approvals
  * (approved:) or in BYPASS mode (bypass:), and an approved call the manager stopped while it ran
  * (approval_interrupted: it may have changed something). Approving is not itself a change.
  */
-async function auditChanges(database: Database, q: ChangeQuery, showParams: boolean): Promise<ChangeEntry[]> {
+async function auditChanges(database: Database, q: ChangeQuery, edgeIds: string[] | undefined, showParams: boolean): Promise<ChangeEntry[]> {
   const where: SQL[] = [
     gte(toolCalls.startedAt, q.since),
     lte(toolCalls.startedAt, q.until),
@@ -81,6 +91,7 @@ async function auditChanges(database: Database, q: ChangeQuery, showParams: bool
     or(like(toolCalls.decisionReason, "approved:%"), like(toolCalls.decisionReason, "bypass:%"), like(toolCalls.decisionReason, "approval_interrupted:%"))!,
   ];
   if (q.edgeId) where.push(eq(toolCalls.deviceId, q.edgeId));
+  if (edgeIds) where.push(inArray(toolCalls.deviceId, edgeIds));
   const rows = await database.db.select().from(toolCalls).where(and(...where)).orderBy(desc(toolCalls.startedAt), desc(toolCalls.seq)).limit(q.limit + 1);
   return rows.map((r) => {
     const actor = r.callerUserId === "0" && r.onBehalfOf ? `${r.onBehalfOf} (agent)` : (r.callerUserId ?? "");
@@ -109,15 +120,19 @@ async function auditChanges(database: Database, q: ChangeQuery, showParams: bool
   });
 }
 
-/** Changes in the window, newest first, cut to `limit`; `truncated` when there were more. */
+/**
+ * Changes in the window, newest first, cut to `limit`; `truncated` when there were more. The
+ * caller's reach is applied in the queries, before their limit: rows on edges outside it neither
+ * take places in the page nor make it look truncated.
+ */
 export async function collectChanges(deps: ChangeDeps, q: ChangeQuery): Promise<{ changes: ChangeEntry[]; truncated: boolean; params_shown: boolean }> {
   const showParams = roleAtLeast(effectiveRole(q.viewer), "approver");
-  const visible = await edgeVisibility(deps.edges, q.viewer);
+  const edgeIds = await visibleEdgeIds(deps.edges, q.viewer);
   const [audit, external] = await Promise.all([
-    q.origin === "external" ? [] : auditChanges(deps.database, q, showParams),
+    q.origin === "external" ? [] : auditChanges(deps.database, q, edgeIds, showParams),
     q.origin === "audit"
       ? []
-      : deps.incidents.listChangeEvents({ since: q.since, until: q.until, edgeId: q.edgeId, limit: q.limit }).then((rows) =>
+      : deps.incidents.listChangeEvents({ since: q.since, until: q.until, edgeId: q.edgeId, edgeIds, limit: q.limit }).then((rows) =>
           rows.map(
             (e): ChangeEntry => ({
               at: e.at.toISOString(),
@@ -133,7 +148,7 @@ export async function collectChanges(deps: ChangeDeps, q: ChangeQuery): Promise<
           ),
         ),
   ]);
-  const merged = mergeChanges([audit, external]).filter((c) => visible(c.edge_id));
+  const merged = mergeChanges([audit, external]);
   return { changes: merged.slice(0, q.limit), truncated: merged.length > q.limit, params_shown: showParams };
 }
 

@@ -1,6 +1,6 @@
 /** Incidents (one per Alertmanager fingerprint) and external change events in the database (K3). */
 import { randomBytes } from "node:crypto";
-import { and, desc, eq, gte, isNull, lte, or, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, inArray, isNull, lte, or, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { changeEvents, incidents } from "../db/schema/index.ts";
 import type { AlertIn } from "./alertmanager.ts";
@@ -15,7 +15,7 @@ export interface Recorded {
   incident: IncidentRow;
   /** A new incident, or a resolved one firing again: a new occurrence (auto_diagnose starts a session for it). */
   opened: boolean;
-  /** A firing notification older than what is stored (out of order): nothing was changed. */
+  /** A notification of an occurrence older than the one stored (a late firing, or a late resolved of an earlier occurrence): nothing was changed. */
   stale: boolean;
 }
 
@@ -70,7 +70,15 @@ export function createIncidentStore(database: Database) {
         continue; // another post inserted it meanwhile: update that one
       }
       if (a.status === "resolved") {
-        const upd = await db.update(incidents).set({ ...fields, status: "resolved", endsAt: a.endsAt ?? now }).where(eq(incidents.id, existing.id)).returning();
+        // A resolved notification of an earlier occurrence (Alertmanager retries, HA peers) arriving after
+        // the incident reopened: resolving now would end the new occurrence before it started.
+        if (a.startsAt.getTime() < existing.startsAt.getTime()) return { incident: existing, opened: false, stale: true };
+        const upd = await db
+          .update(incidents)
+          .set({ ...fields, status: "resolved", endsAt: a.endsAt ?? now })
+          .where(and(eq(incidents.id, existing.id), lte(incidents.startsAt, a.startsAt)))
+          .returning();
+        if (!upd.length) continue; // reopened by a concurrent post meanwhile: look again
         return { incident: upd[0], opened: false, stale: false };
       }
       if (existing.status === "resolved") {
@@ -122,10 +130,11 @@ export function createIncidentStore(database: Database) {
       return (await db.insert(changeEvents).values({ ...e, receivedAt: now }).returning())[0];
     },
 
-    /** Change events with `at` in [since, until], newest first, at most limit + 1. */
-    async listChangeEvents(f: { since: Date; until: Date; edgeId?: string; limit: number }): Promise<ChangeEventRow[]> {
+    /** Change events with `at` in [since, until] (on one edge, or on one of `edgeIds`: a caller's reach), newest first, at most limit + 1. */
+    async listChangeEvents(f: { since: Date; until: Date; edgeId?: string; edgeIds?: string[]; limit: number }): Promise<ChangeEventRow[]> {
       const where: SQL[] = [gte(changeEvents.at, f.since), lte(changeEvents.at, f.until)];
       if (f.edgeId) where.push(eq(changeEvents.edgeId, f.edgeId));
+      if (f.edgeIds) where.push(inArray(changeEvents.edgeId, f.edgeIds));
       return db.select().from(changeEvents).where(and(...where)).orderBy(desc(changeEvents.at), desc(changeEvents.id)).limit(f.limit + 1);
     },
   };

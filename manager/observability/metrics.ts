@@ -1,7 +1,8 @@
 /**
  * The manager's own series for GET /metrics (K3), on a registry of its own (several managers may
  * share a process in tests): calls by skill, decision and outcome, errors by code, call latency,
- * connected edges, pending approvals, audit rows, and prom-client's process and Node.js basics.
+ * connected edges, pending approvals, audit rows, whether the database answered, and prom-client's
+ * process and Node.js basics.
  * Calls are counted by the dispatcher's observer (observeCall); the rest is read at scrape time.
  */
 import { count, eq, max } from "drizzle-orm";
@@ -56,6 +57,33 @@ export function errorCodeOf(call: Pick<CallObservation, "result" | "error">): st
   return CODE_LABEL.test(code) ? code : "other";
 }
 
+/** What a scrape read from the database; undefined: that read failed. */
+interface DatabaseReads {
+  approvalsPending: number | undefined;
+  auditRows: number | undefined;
+}
+
+/** An unlabelled gauge read at scrape time whose sample is left out of a scrape when the read fails (undefined). */
+class DatabaseGauge extends Gauge {
+  private absent = false;
+  constructor(o: { name: string; help: string; registers: Registry[]; read: () => Promise<number | undefined> }) {
+    super({
+      name: o.name,
+      help: o.help,
+      registers: o.registers,
+      async collect() {
+        const v = await o.read();
+        (this as DatabaseGauge).absent = v === undefined;
+        if (v !== undefined) this.set(v);
+      },
+    });
+  }
+  override async get() {
+    const metric = await super.get();
+    return this.absent ? { ...metric, values: [] } : metric;
+  }
+}
+
 /** Creates the manager's metrics. */
 export function createManagerMetrics(deps: ManagerMetricsDeps): ManagerMetrics {
   const registry = new Registry();
@@ -96,29 +124,49 @@ export function createManagerMetrics(deps: ManagerMetricsDeps): ManagerMetrics {
     },
   });
   const { db } = deps.database;
-  // A database that cannot answer leaves the gauge out of this scrape rather than failing the whole page.
-  const fromDb = async (gauge: Gauge, what: string, read: () => Promise<number>) => {
-    try {
-      gauge.set(await read());
-    } catch (err) {
-      gauge.reset();
-      deps.log.warn({ err: (err as Error).message, metric: what }, "metrics: could not read from the database");
-    }
-  };
-  new Gauge({
+  // What one scrape reads from the database, once for every series that needs it (the registry
+  // collects all series of a page at the same time, so they share the read in flight).
+  let reading: Promise<DatabaseReads> | undefined;
+  const readDatabase = (): Promise<DatabaseReads> =>
+    (reading ??= (async () => {
+      const read = async (what: string, fn: () => Promise<number>): Promise<number | undefined> => {
+        try {
+          return await fn();
+        } catch (err) {
+          deps.log.warn({ err: (err as Error)?.message, metric: what }, "metrics: could not read from the database");
+          return undefined;
+        }
+      };
+      const [approvalsPending, auditRows] = await Promise.all([
+        read("ongrid_approvals_pending", async () => (await db.select({ n: count() }).from(approvals).where(eq(approvals.state, "pending")))[0]?.n ?? 0),
+        read("ongrid_audit_rows", async () => Number((await db.select({ n: max(toolCalls.seq) }).from(toolCalls))[0]?.n ?? 0)),
+      ]);
+      return { approvalsPending, auditRows };
+    })().finally(() => {
+      reading = undefined;
+    }));
+  // A value the database could not give is left out of the scrape — no sample at all, rather than
+  // 0 (prom-client's reset() of an unlabelled gauge re-creates it at 0) or the last scrape's value
+  // — so alerts on it see the series absent, and ongrid_database_up says why.
+  new DatabaseGauge({
     name: "ongrid_approvals_pending",
-    help: "Approval requests waiting for a decision.",
+    help: "Approval requests waiting for a decision (absent from a scrape when the database cannot answer).",
     registers,
-    async collect() {
-      await fromDb(this, "ongrid_approvals_pending", async () => (await db.select({ n: count() }).from(approvals).where(eq(approvals.state, "pending")))[0]?.n ?? 0);
-    },
+    read: async () => (await readDatabase()).approvalsPending,
+  });
+  new DatabaseGauge({
+    name: "ongrid_audit_rows",
+    help: "Rows in the audit log (the hash chain's last seq; shared by every manager on the database; absent from a scrape when the database cannot answer).",
+    registers,
+    read: async () => (await readDatabase()).auditRows,
   });
   new Gauge({
-    name: "ongrid_audit_rows",
-    help: "Rows in the audit log (the hash chain's last seq; shared by every manager on the database).",
+    name: "ongrid_database_up",
+    help: "1 when this scrape's reads from the database succeeded, 0 when one failed.",
     registers,
     async collect() {
-      await fromDb(this, "ongrid_audit_rows", async () => Number((await db.select({ n: max(toolCalls.seq) }).from(toolCalls))[0]?.n ?? 0));
+      const r = await readDatabase();
+      this.set(r.approvalsPending !== undefined && r.auditRows !== undefined ? 1 : 0);
     },
   });
   new Gauge({ name: "ongrid_manager_info", help: "Always 1; the manager's version as a label.", labelNames: ["version"] as const, registers }).set({ version: deps.version }, 1);

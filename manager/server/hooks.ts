@@ -17,7 +17,8 @@ import { reaches } from "../identity/reach.ts";
 import { roleAtLeast, type Role } from "../identity/store.ts";
 import { edgeCandidates, parseAlertmanagerPayload, type AlertIn } from "../incidents/alertmanager.ts";
 import { createIncidentStore, type IncidentRow } from "../incidents/store.ts";
-import { runDiagnosisTask } from "../agent/tasks.ts";
+import { calendarProblem } from "../incidents/time.ts";
+import { runDiagnosisTask, tasksOf } from "../agent/tasks.ts";
 import type { Core } from "../main.ts";
 import { bearerToken } from "./auth.ts";
 import type { HttpRoute } from "./http-route.ts";
@@ -117,19 +118,36 @@ export function createHookRoutes(core: Core): HttpRoute {
     const out = [];
     for (const a of alerts) {
       const r = await store.recordAlert(a, resolveEdges(index, a.labels));
-      if (r.opened && config.incidents.auto_diagnose) startDiagnosis(r.incident, a, caller);
-      out.push({ id: r.incident.id, fingerprint: r.incident.fingerprint, status: r.incident.status, opened: r.opened, ...(r.stale ? { stale: true } : {}), edge_ids: r.incident.edgeIds });
+      const diagnosis = r.opened && config.incidents.auto_diagnose ? startDiagnosis(r.incident, a, caller) : undefined;
+      out.push({ id: r.incident.id, fingerprint: r.incident.fingerprint, status: r.incident.status, opened: r.opened, ...(r.stale ? { stale: true } : {}), edge_ids: r.incident.edgeIds, ...(diagnosis ? { diagnosis } : {}) });
     }
-    return { status: 200, body: { accepted: out.length, incidents: out }, log: { alerts: out.length, opened: out.filter((o) => o.opened).length } };
+    const skipped = out.filter((o) => o.diagnosis?.startsWith("skipped")).length;
+    return { status: 200, body: { accepted: out.length, incidents: out }, log: { alerts: out.length, opened: out.filter((o) => o.opened).length, ...(skipped ? { diagnoses_skipped: skipped } : {}) } };
   }
 
-  /** Starts a diagnosis session for a new firing incident, as the webhook's user, in the background; its id is stored on the incident. */
-  function startDiagnosis(incident: IncidentRow, alert: AlertIn, caller: Caller): void {
+  /**
+   * Starts a diagnosis session for a new firing incident, as the webhook's user, in the background;
+   * its id is stored on the incident. Returns what became of it, for the webhook's answer:
+   * "starting" (in the background), or why not: "skipped: …" when incidents.max_auto_diagnoses
+   * already run, "not started: …" when the incident's edges are offline.
+   */
+  function startDiagnosis(incident: IncidentRow, alert: AlertIn, caller: Caller): string {
     const edgeId = incident.edgeIds.find((id) => core.hub.session(id));
     if (incident.edgeIds.length && !edgeId) {
       // Left to itself the agent would pick any single online edge: the wrong host.
       log.warn({ incident: incident.id, edges: incident.edgeIds }, "incident: no diagnosis started: none of its edges is online");
-      return;
+      return "not started: none of its edges is online";
+    }
+    const agent = core.agent;
+    // One post may open hundreds of incidents (an outage fires everything at once), each a
+    // model-backed session: at most incidents.max_auto_diagnoses (default 3) run at once in this
+    // manager, counting those still starting. The place is taken here, synchronously, before the
+    // session is created; the rest get none, logged and said in the answer.
+    const max = config.incidents.max_auto_diagnoses;
+    const slot = tasksOf(agent).reserve("incident_diagnosis", max);
+    if (!slot) {
+      log.warn({ incident: incident.id, alertname: incident.alertname, max }, "incident: diagnosis skipped: incidents.max_auto_diagnoses already run");
+      return `skipped: ${max} automatic diagnoses already run (incidents.max_auto_diagnoses); diagnose it by hand or when one ends`;
     }
     const a = alert.annotations;
     const labels = Object.entries(alert.labels).map(([k, v]) => `${k}=${v}`).join(", ");
@@ -137,14 +155,14 @@ export function createHookRoutes(core: Core): HttpRoute {
       .filter(Boolean)
       .join(" ")
       .slice(0, 4000);
-    const agent = core.agent;
-    runDiagnosisTask({ agent, database: core.database }, { kind: "incident_diagnosis", input: { text, user: caller, edgeId } }, async (sessionId) => {
+    runDiagnosisTask({ agent, database: core.database }, { kind: "incident_diagnosis", input: { text, user: caller, edgeId }, slot }, async (sessionId) => {
       await store.setSession(incident.id, sessionId);
       log.info({ incident: incident.id, session: sessionId, user: caller.userId }, "incident: diagnosis started (incidents.auto_diagnose)");
     }).then(
       (o) => log.info({ incident: incident.id, session: o.sessionId, status: o.status }, "incident: diagnosis ended"),
       (err: unknown) => log.warn({ incident: incident.id, err: (err as Error)?.message }, "incident: no diagnosis started"),
     );
+    return "starting";
   }
 
   /** POST /hooks/change-events: one change event, its source the token's user. */
@@ -174,7 +192,11 @@ export function createHookRoutes(core: Core): HttpRoute {
     if (summary.length > 2000) throw bad("summary", "is longer than 2000 characters", "maxLength");
     let at = new Date();
     if (b.at !== undefined) {
-      if (typeof b.at !== "string" || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/.test(b.at) || Number.isNaN(Date.parse(b.at))) throw bad("at", "must be an RFC 3339 time, e.g. 2026-01-31T14:00:00Z", "format date-time");
+      if (typeof b.at !== "string" || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/.test(b.at)) throw bad("at", "must be an RFC 3339 time, e.g. 2026-01-31T14:00:00Z", "format date-time");
+      // Date would roll an impossible date over (2025-02-30 → March 2): refuse it, saying what is wrong.
+      const impossible = calendarProblem(b.at);
+      if (impossible) throw bad("at", `is not a real date and time: ${impossible}`, "format date-time");
+      if (Number.isNaN(Date.parse(b.at))) throw bad("at", "must be an RFC 3339 time, e.g. 2026-01-31T14:00:00Z", "format date-time");
       at = new Date(b.at);
       if (at.getTime() > Date.now() + 5 * 60_000) throw bad("at", "is more than 5 minutes in the future", "maximum");
     }

@@ -14,6 +14,7 @@ import { cacheFlushSkill } from "../../test/support/skills.ts";
 import { createManagerMetrics, errorCodeOf, UNKNOWN_SKILL } from "../observability/metrics.ts";
 import type { Caller } from "../dispatch/dispatch.ts";
 import type { Database } from "../db/client.ts";
+import { approvals as approvalsTable } from "../db/schema/index.ts";
 
 /** One sample of a parsed page. */
 interface Sample {
@@ -120,6 +121,7 @@ describe("GET /metrics", () => {
     const s = await scrape();
     expect(value(s, "ongrid_edges_connected")).toBe(1);
     expect(value(s, "ongrid_approvals_pending")).toBe(0);
+    expect(value(s, "ongrid_database_up")).toBe(1);
     expect(value(s, "ongrid_skills_registered")).toBe(m.registry.size);
     expect(value(s, "ongrid_manager_info", { version: "0.1.0" })).toBe(1);
     expect(value(s, "process_cpu_user_seconds_total")).toBeGreaterThan(0);
@@ -186,6 +188,47 @@ describe("manager metrics", () => {
     expect(await metrics.registry.getSingleMetricAsString("test_not_a_number")).toMatch(/^test_not_a_number Nan$/m);
     const samples = parseExposition(await metrics.render());
     expect(value(samples, "test_not_a_number")).toBeNaN();
+  });
+
+  it("a database that cannot answer leaves ongrid_approvals_pending and ongrid_audit_rows out of the scrape (not 0), and ongrid_database_up says 0", async () => {
+    let failing = true;
+    const rows: Record<string, number> = { pending: 4, seq: 812 };
+    // Enough of drizzle's select() for the two reads: select(...).from(table)[.where(...)] is awaited.
+    const database = {
+      db: {
+        select() {
+          if (failing) throw new Error("connection refused");
+          return {
+            from(table: unknown) {
+              const value = table === approvalsTable ? rows.pending : rows.seq;
+              const answer = Promise.resolve([{ n: value }]);
+              return Object.assign(answer, { where: () => answer });
+            },
+          };
+        },
+      },
+    };
+    const m = createManagerMetrics({ knows: () => true, connectedEdges: () => 2, managerSkills: () => 30, database: database as never, version: "t", log: pino({ level: "silent" }) });
+    let page = await m.render();
+    // prom-client's Gauge.reset() on an unlabelled gauge re-creates it at 0: "ongrid_approvals_pending 0" read as "nothing pending".
+    expect(page).not.toMatch(/^ongrid_approvals_pending \d/m);
+    expect(page).not.toMatch(/^ongrid_audit_rows \d/m);
+    let samples = parseExposition(page);
+    expect(value(samples, "ongrid_database_up")).toBe(0);
+    expect(value(samples, "ongrid_edges_connected")).toBe(2);
+
+    failing = false;
+    samples = parseExposition(await m.render());
+    expect(value(samples, "ongrid_database_up")).toBe(1);
+    expect(value(samples, "ongrid_approvals_pending")).toBe(4);
+    expect(value(samples, "ongrid_audit_rows")).toBe(812);
+
+    // Failing again: the last values are not repeated either.
+    failing = true;
+    page = await m.render();
+    expect(page).not.toMatch(/^ongrid_approvals_pending /m);
+    expect(page).not.toMatch(/^ongrid_audit_rows /m);
+    expect(value(parseExposition(page), "ongrid_database_up")).toBe(0);
   });
 
   it("keeps caller-chosen keys and odd error codes out of the labels", async () => {

@@ -241,8 +241,8 @@ async function auditSection(serverUrl: string, n: number, rows: Row[], details: 
       const auditRate = (n / ms) * 1000;
       const rawRate = (raw.length / rawMs) * 1000;
       rows.push(
-        { ...boundRow("audit rows written to PostgreSQL through the audit log (baseline: raw multi-row INSERT)", "rows/s", auditRate, rawRate, Number.NaN), target: ">= 20,000 rows/s", pass: auditRate >= 20_000 ? "pass" : "fail" } as Row,
-        { ...infoRow("audit rows lost / chain", "rows", n - stored), target: "0, chain intact", pass: n - stored === 0 && failed === 0 && report.ok ? "pass" : "fail" } as Row,
+        { ...boundRow("audit rows written to PostgreSQL through the audit log (baseline: raw multi-row INSERT)", "rows/s", auditRate, rawRate, Number.NaN), target: ">= 20,000 rows/s", result: auditRate >= 20_000 ? "pass" : "fail" },
+        { ...infoRow("audit rows lost / chain", "rows", n - stored), target: "0, chain intact", result: n - stored === 0 && failed === 0 && report.ok ? "pass" : "fail" },
       );
       details.audit = { rows: n, ms, failed, stored, verify: report, raw_ms: rawMs, raw_batch: batch, audit_rows_per_s: auditRate, raw_rows_per_s: rawRate };
       log(`audit: ${auditRate.toFixed(0)} rows/s (raw INSERT ${rawRate.toFixed(0)} rows/s); stored ${stored}/${n}, ${failed} failed, chain ${report.ok ? "intact" : `BROKEN: ${report.reason}`}`);
@@ -302,7 +302,7 @@ async function throughputSection(url: string, adminToken: string, o: ReturnType<
   await stop(bare);
   const rate = (ong.ok / ong.ms) * 1000;
   const bareRate = (base.ok / base.ms) * 1000;
-  rows.push({ ...infoRow(`dispatch throughput, ${THROUGHPUT_EDGES} edges, ${o.concurrency} in flight, audited (baseline: bare node:http2 unary)`, "calls/s", rate, bareRate), target: ">= 20,000 calls/s", pass: rate >= 20_000 && ong.failed === 0 ? "pass" : "fail" } as Row);
+  rows.push({ ...infoRow(`dispatch throughput, ${THROUGHPUT_EDGES} edges, ${o.concurrency} in flight, audited (baseline: bare node:http2 unary)`, "calls/s", rate, bareRate), target: ">= 20,000 calls/s", result: rate >= 20_000 && ong.failed === 0 ? "pass" : "fail" });
   details.throughput = { ongrid: ong, baseline: base, audit_rows_added: after - before, calls_per_s: rate, bare_calls_per_s: bareRate };
 }
 
@@ -405,9 +405,9 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   const peakRate = Math.max(0, ...perSecond);
   const meanRate = back > 0 ? N / (back / 1000) : Number.NaN;
   rows.push(
-    { ...infoRow("edges held by one manager", "edges", fleet.connected.connected), target: `${N}`, pass: fleet.connected.connected === N ? "pass" : "fail" } as Row,
+    { ...infoRow("edges held by one manager", "edges", fleet.connected.connected), target: `${N}`, result: fleet.connected.connected === N ? "pass" : "fail" },
     boundRow("manager RSS per idle edge, forced full GC (baseline: bare node:http2 server)", "KB", perEdge(beforeGc, afterGc), perEdge(bareBefore, bareAfter), 35),
-    { ...ratioRow(`fan-out of a safe skill to all ${N}, p50 of ${o.fanOutRuns} (baseline: bare node:http2 broadcast)`, "ms", fanP50, bareP50, 2), target: "<= 1.5 s and <= 2x baseline", pass: fanP50 <= 1500 && fanP50 <= 2 * bareP50 ? "pass" : "fail" } as Row,
+    { ...ratioRow(`fan-out of a safe skill to all ${N}, p50 of ${o.fanOutRuns} (baseline: bare node:http2 broadcast)`, "ms", fanP50, bareP50, 2), target: "<= 1.5 s and <= 2x baseline", result: fanP50 <= 1500 && fanP50 <= 2 * bareP50 ? "pass" : "fail" },
     boundRow(`reconnect after a manager restart, all ${N} back`, "s", back >= 0 ? back / 1000 : Number.NaN, Number.NaN, 60),
     infoRow("manager peak RSS during the reconnect / settled after", "MiB", peakKb / 1024, settledAfter.medianKb / 1024),
     infoRow("accept rate during the reconnect: peak second / mean", "edges/s", peakRate, meanRate),

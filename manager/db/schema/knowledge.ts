@@ -19,6 +19,8 @@ export const knowledgeDocs = pgTable(
     /** The file's modification time (or the report's time): re-indexing skips unchanged sources. */
     modifiedAt: timestamp("modified_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
     indexedAt: timestamp("indexed_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
+    /** A report's edge (its session's edge_id; "" for a session on no edge and for runbooks): a report is shown only to callers who reach it (G4). */
+    edgeId: text("edge_id").notNull().default(""),
     /** Title weighted above body; English stemming ("restarting" finds "restart"). */
     tsv: tsvector("tsv")
       .notNull()

@@ -60,21 +60,26 @@ export function createAgentTool(deps: BaseToolDeps) {
         throw new SkillError("invalid_argument", `agent_tool: session ${inv.sessionId} is itself a worker, and a worker cannot start workers (rule: depth 1)`, "Answer the sub-question with your own tools, or report what is missing.");
       }
       const user = userOf(inv.caller);
-      const running = registry.list(user.userId).filter((t) => t.kind === "worker").length;
-      if (running >= MAX_WORKERS_PER_USER) {
+      // The place is taken before the first await: a worker registers only once its session row is
+      // written, so a count of the registered ones alone lets concurrent calls all pass.
+      const slot = registry.reserve("worker", MAX_WORKERS_PER_USER, user.userId);
+      if (!slot) {
+        const running = registry.count("worker", user.userId);
         throw new SkillError("resource_exhausted", `${user.userId} already runs ${running} workers (at most ${MAX_WORKERS_PER_USER} at once)`, "Wait for one to finish, or stop one with task_stop.");
       }
       let out;
       try {
         out = await runDiagnosisTask(
           { agent, database: deps.database },
-          { kind: "worker", parentSessionId: inv.sessionId, input: { text: p.question, user, edgeId: p.edge_id, mode: inv.mode }, signal: ctx.signal },
+          { kind: "worker", parentSessionId: inv.sessionId, input: { text: p.question, user, edgeId: p.edge_id, mode: inv.mode }, signal: ctx.signal, slot },
           (id) => void deps.log.info({ worker: id, parent: inv.sessionId, user: user.userId }, "agent_tool: worker started"),
         );
       } catch (err) {
         // Refused before a session existed (e.g. the edge is not online): say why, as the model can act on it.
         if (err instanceof OngridError) throw new SkillError(err.code, err.message, err.hint);
         throw err;
+      } finally {
+        slot.release();
       }
       if (out.status === "cancelled") throw new SkillError("stopped", `worker ${out.sessionId} was ${out.message} before it finished`, "Start it again if the question still matters.");
       if (out.status === "failed") throw new SkillError("worker_failed", `worker ${out.sessionId} failed: ${out.message}`, "Read the session in the console (/chat) for what it did; retry or answer the question another way.");

@@ -7,11 +7,20 @@
 import { SkillError } from "../../../skill/errors.ts";
 import { parseDuration } from "../../../skill/duration.ts";
 import { redactString } from "../../../skill/redact.ts";
+import { urlProblem } from "../../config/url.ts";
 import { defineBaseTool } from "../define.ts";
 import type { BaseToolDeps } from "../deps.ts";
 
 /** Longest message; chat webhooks cut or refuse longer ones. */
 export const MAX_MESSAGE_CHARS = 4000;
+
+/** A network-level error code (ECONNREFUSED, ENOTFOUND, UND_ERR_CONNECT_TIMEOUT, …) from a fetch failure: a fixed word, never the URL. */
+function networkCode(err: unknown): string | undefined {
+  for (let e: any = err, depth = 0; e && depth < 4; e = e.cause, depth++) {
+    if (typeof e.code === "string" && /^[A-Z][A-Z0-9_]{1,40}$/.test(e.code)) return e.code;
+  }
+  return undefined;
+}
 
 /** The tool, bound to the manager's parts. */
 export function createSendMessage(deps: BaseToolDeps) {
@@ -33,6 +42,9 @@ export function createSendMessage(deps: BaseToolDeps) {
       const settings = { ...deps.config.skills.send_message, ...(ctx.settings as { webhook_url?: string; timeout?: string }) };
       const url = settings.webhook_url ?? "";
       if (!url) throw new SkillError("not_configured", "send_message has no webhook to post to", "Set skills.send_message.webhook_url (ONGRID_SEND_MESSAGE_WEBHOOK_URL) on the manager.");
+      // The URL is a setting and may carry a secret (chat webhooks do): no message quotes it, nor an error's text that might.
+      const problem = urlProblem(url);
+      if (problem) throw new SkillError("not_configured", `the webhook URL could not be used: skills.send_message.webhook_url ${problem.what} (rule: ${problem.rule})`, "Fix skills.send_message.webhook_url (ONGRID_SEND_MESSAGE_WEBHOOK_URL) on the manager.");
       const timeoutMs = parseDuration(settings.timeout || "10s");
       const text = redactString(p.text);
       const timeout = AbortSignal.timeout(timeoutMs);
@@ -40,9 +52,11 @@ export function createSendMessage(deps: BaseToolDeps) {
       try {
         res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text }), signal: AbortSignal.any([ctx.signal, timeout]), redirect: "error" });
       } catch (err) {
-        // The URL is a setting and may carry a secret (chat webhooks do): never in the message.
+        // Node's fetch errors (and their causes) can quote the URL: only a fixed message and an error code.
         if (timeout.aborted) throw new SkillError("timeout", `the message webhook did not answer within ${timeoutMs} ms`, "Retry later; check skills.send_message.timeout.");
-        throw new SkillError("upstream_unavailable", `cannot reach the message webhook: ${(err as Error).message}`, "Check skills.send_message.webhook_url and that the chat service is reachable from the manager.");
+        if (ctx.signal.aborted) throw new SkillError("cancelled", "the call was cancelled before the message webhook answered");
+        const code = networkCode(err);
+        throw new SkillError("upstream_unavailable", `the webhook could not be reached (network error${code ? `: ${code}` : ""})`, "Check skills.send_message.webhook_url and that the chat service is reachable from the manager.");
       }
       await res.body?.cancel().catch(() => {});
       if (!res.ok) throw new SkillError("upstream_error", `the message webhook refused the message: HTTP ${res.status}`, "Check the webhook's configuration on the chat service's side.");

@@ -216,16 +216,32 @@ async function logTimeline(deps: BaseToolDeps, inv: Invocation, ctx: SkillContex
         return;
       }
       const parts: string[] = [];
-      if (live.skills.has("read_journal")) {
-        const res = await call("read_journal", edgeId, { since: start.toISOString(), priority: "warning", lines: LOG_LINES, ...(unit ? { unit } : {}) });
+      const journal = live.skills.get("read_journal");
+      if (journal) {
+        // read_journal returns the newest `lines` entries: bounded at the window's end, they are the
+        // newest of the window, not of today. An edge whose read_journal predates `until` says so in
+        // its schema; it is asked without it, and the note below tells what that costs.
+        const props = (journal as { jsonSchema?: { properties?: Record<string, unknown> } }).jsonSchema?.properties;
+        const takesUntil = !props || "until" in props;
+        const res = await call("read_journal", edgeId, { since: start.toISOString(), ...(takesUntil ? { until: end.toISOString() } : {}), priority: "warning", lines: LOG_LINES, ...(unit ? { unit } : {}) });
         if (typeof res === "string" || !res.success) {
           const why = typeof res === "string" ? res : `${res.error?.code}: ${res.error?.message}`;
           notes.push(`logs: read_journal on ${edgeId}: ${why}`);
           parts.push("read_journal failed");
         } else {
-          const got = ((res.output as { entries?: Array<Record<string, unknown>> })?.entries ?? []).filter((e) => typeof e.time === "string" && Date.parse(e.time) <= end.getTime());
+          const all = (res.output as { entries?: Array<Record<string, unknown>> })?.entries ?? [];
+          const got = all.filter((e) => typeof e.time === "string" && Date.parse(e.time) <= end.getTime());
           for (const e of got) entries.push({ at: new Date(Date.parse(String(e.time))).toISOString(), source: "read_journal", kind: "log", summary: `[${e.priority ?? "?"}] ${e.unit ?? e.identifier ?? ""}: ${String(e.message ?? "").slice(0, 500)}`, edge_id: edgeId });
-          parts.push(`read_journal ok (${got.length} entries)`);
+          if (all.length >= LOG_LINES) {
+            notes.push(
+              takesUntil
+                ? `logs: read_journal on ${edgeId} returned its cap of ${LOG_LINES} entries, the newest of the window; earlier entries in the window may be missing (read_journal with since/until and more lines reads them)`
+                : `logs: read_journal on ${edgeId} returned its cap of ${LOG_LINES} entries, the newest since the window's start (this edge's read_journal takes no until); ${all.length - got.length} fell after the window's end and were left out, and entries in the window may be missing (read_journal with since and more lines reads them)`,
+            );
+          } else if (!takesUntil && all.length > got.length) {
+            notes.push(`logs: read_journal on ${edgeId}: ${all.length - got.length} entries after the window's end were left out (this edge's read_journal takes no until)`);
+          }
+          parts.push(`read_journal ok (${got.length} entries${all.length >= LOG_LINES ? `, cap of ${LOG_LINES} reached` : ""})`);
         }
       }
       if (logFile && live.skills.has("tail_file")) {

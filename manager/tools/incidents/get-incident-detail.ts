@@ -4,13 +4,27 @@ import { defineBaseTool } from "../define.ts";
 import type { BaseToolDeps } from "../deps.ts";
 import { invocationOf } from "../invocation.ts";
 import { createIncidentStore, type IncidentRow } from "../../incidents/store.ts";
-import { edgeVisibility } from "../../incidents/changes.ts";
-import { createSessionStore } from "../../agent/session-store.ts";
+import { edgeVisibility, effectiveRole } from "../../incidents/changes.ts";
+import { createSessionStore, type AgentSession } from "../../agent/session-store.ts";
 import type { Caller } from "../../dispatch/dispatch.ts";
 import { incidentSummary, incidentVisible } from "./view.ts";
 
 /** Longest report shown; the whole one is in the session (console /chat, agent_sessions). */
 const MAX_REPORT_CHARS = 4000;
+
+/** Why a diagnosis session's report is not shown (an incident is visible when one of its edges is; its diagnosis may have run on another). */
+export const REPORT_WITHHELD = "the diagnosis ran on an edge outside your reach";
+
+/**
+ * Whether the caller may read a diagnosis session's report and details (G4): the session ran on no
+ * edge or on an edge in reach, or the caller is the session's user (an agent: acting for it) or an
+ * admin.
+ */
+export function sessionReadable(caller: Caller, s: Pick<AgentSession, "userId" | "edgeId">, visible: (edgeId: string) => boolean): boolean {
+  if (visible(s.edgeId)) return true;
+  const user = caller.role === "system" ? caller.onBehalfOf : caller.userId;
+  return (Boolean(user) && user === s.userId) || effectiveRole(caller) === "admin";
+}
 
 /** Reads an incident the caller may see, or fails with not_found (an incident outside the caller's reach does not exist for it). */
 export async function visibleIncident(deps: BaseToolDeps, caller: Caller, id: string): Promise<{ row: IncidentRow; visible: (edgeId: string) => boolean }> {
@@ -54,20 +68,22 @@ export function createGetIncidentDetail(deps: BaseToolDeps) {
         return { id, online: Boolean(deps.hub.session(id)), hostname: e?.hostname ?? "", labels: e?.labels ?? {}, last_seen_at: e?.lastSeenAt?.toISOString() ?? null };
       });
       const s = row.sessionId ? await sessions.get(row.sessionId) : undefined;
-      const session = s
-        ? {
-            id: s.id,
-            status: s.status,
-            user_id: s.userId,
-            playbook: s.skillName,
-            path: s.path,
-            error: s.error,
-            report: s.report.length > MAX_REPORT_CHARS ? `${s.report.slice(0, MAX_REPORT_CHARS)} …[cut: ${s.report.length} characters in all]` : s.report,
-            verdict: s.verdict ?? null,
-            created_at: s.createdAt.toISOString(),
-            updated_at: s.updatedAt.toISOString(),
-          }
-        : null;
+      let session: Record<string, unknown> | null = null;
+      if (s && !sessionReadable(caller, s, visible)) session = { id: s.id, status: s.status, report_withheld: REPORT_WITHHELD };
+      else if (s) {
+        session = {
+          id: s.id,
+          status: s.status,
+          user_id: s.userId,
+          playbook: s.skillName,
+          path: s.path,
+          error: s.error,
+          report: s.report.length > MAX_REPORT_CHARS ? `${s.report.slice(0, MAX_REPORT_CHARS)} …[cut: ${s.report.length} characters in all]` : s.report,
+          verdict: s.verdict ?? null,
+          created_at: s.createdAt.toISOString(),
+          updated_at: s.updatedAt.toISOString(),
+        };
+      }
       return {
         ...incidentSummary(row, visible),
         fingerprint: row.fingerprint,

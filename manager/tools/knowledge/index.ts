@@ -10,5 +10,5 @@ export function createKnowledgeTools(deps: BaseToolDeps): SkillDefinition<any>[]
   const indexer = createKnowledgeIndexer({ database: deps.database, dirs, watch: deps.config.knowledge.watch, log: deps.log });
   // Without a serving manager (the CLI's in-process core) the index is brought up to date before each query.
   deps.onServe?.(() => indexer.start());
-  return [createQueryKnowledge(indexer)];
+  return [createQueryKnowledge(indexer, deps.edges)];
 }

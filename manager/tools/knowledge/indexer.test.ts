@@ -94,6 +94,25 @@ describeBothBackends("knowledge indexer", (backend) => {
     expect((await indexer.store.search("lfu policy", "any", 5)).map((h) => h.source)).toEqual([path]);
   });
 
+  it("does not re-read and re-write an unchanged runbook on every pass because its mtime lies in the future", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ongrid-review-kb-"));
+    dirs.push(dir);
+    const file = join(dir, "future.md");
+    writeFileSync(file, "# Future\n\nrestart nginx when it returns 502\n");
+    const t = new Date(Date.now() + 3_600_000); // clock skew, or an archive extracted from a host ahead in time
+    utimesSync(file, t, t);
+    const indexer = createKnowledgeIndexer({ database, dirs: [dir], watch: false, log });
+    expect((await indexer.refresh()).runbooks.indexed).toBe(1);
+    const second = await indexer.refresh();
+    // Before: indexed 1 again (and "knowledge: index updated" logged) on every pass, i.e. before every query after 15 s.
+    expect(second.runbooks).toEqual({ indexed: 0, unchanged: 1, removed: 0 });
+    // A real rewrite gives the file the current time as its mtime: it is read again.
+    writeFileSync(file, "# Future\n\nreload nginx instead of restarting it\n");
+    setMtime(file, 1800);
+    expect((await indexer.refresh()).runbooks).toEqual({ indexed: 1, unchanged: 0, removed: 0 });
+    expect((await indexer.store.search("reload nginx", "any", 5)).map((h) => h.source)).toEqual([file]);
+  });
+
   it("brings a stale index up to date before a query, without a watcher", async () => {
     const dir = runbookDir();
     const indexer = createKnowledgeIndexer({ database, dirs: [dir], watch: false, log, maxAgeMs: 0 });

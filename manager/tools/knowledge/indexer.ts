@@ -43,6 +43,19 @@ export interface IndexPass {
 /** A file modified this close to its indexing is read again on the next pass (coarse filesystem clocks: 2 s on FAT). */
 const RACY_MS = 2_000;
 
+/**
+ * Whether a file whose mtime equals the stored one is unchanged. A rewrite gives the file the
+ * clock's current time as its mtime (rounded down to the filesystem's resolution), so the same
+ * mtime proves nothing only when a write since the last indexing could have produced it: when the
+ * mtime lies within RACY_MS before the indexing ("racy": written again within the clock's
+ * resolution of being read) or anywhere from then up to now. An mtime well before the indexing,
+ * or still ahead of the clock (clock skew, an archive from a host ahead in time), no write since
+ * can have produced: the file is unchanged, and is not re-read and re-written on every pass.
+ */
+export function sameMtimeProvesNoChange(mtimeMs: number, indexedMs: number, nowMs: number): boolean {
+  return indexedMs - mtimeMs > RACY_MS || mtimeMs - nowMs > RACY_MS;
+}
+
 /** Default limits. */
 export const KNOWLEDGE_LIMITS = { maxFileBytes: 512 * 1024, maxFiles: 10_000, maxAgeMs: 15_000 } as const;
 
@@ -79,9 +92,7 @@ export function createKnowledgeIndexer(o: KnowledgeIndexerOptions) {
       const kept = new Set<string>();
       for (const f of scan.files) {
         const k = known.get(f.path);
-        // Same mtime is proof of no change only when it was indexed well after that mtime: a file
-        // written again within the clock's resolution of being read keeps its mtime ("racy" files).
-        if (k && k.modified === f.mtimeMs && k.indexed - f.mtimeMs > RACY_MS) {
+        if (k && k.modified === f.mtimeMs && sameMtimeProvesNoChange(f.mtimeMs, k.indexed, at.getTime())) {
           kept.add(f.path);
           out.runbooks.unchanged++;
           continue;

@@ -1,21 +1,31 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildSkill } from "../../../skill/registry.ts";
 import { lintSkill } from "../../../skill/lint.ts";
 import { runSkill } from "../../../skill/run.ts";
 import { validateParams } from "../../../skill/validate.ts";
 import type { ResultEnvelope, SkillDefinition } from "../../../skill/types.ts";
 import { describeBothBackends } from "../../../test/support/pg.ts";
-import type { Database } from "../../db/client.ts";
+import { MIGRATIONS_FOLDER, openDatabase, type Database } from "../../db/client.ts";
+import type { EdgeRow } from "../../db/schema/index.ts";
+import type { Caller } from "../../dispatch/dispatch.ts";
 import { createSessionStore } from "../../agent/session-store.ts";
 import { createKnowledgeIndexer, type KnowledgeIndexer } from "./indexer.ts";
 import { createQueryKnowledge } from "./query-knowledge.ts";
 import { RUNBOOKS, writeRunbooks } from "./runbooks.testdata.ts";
 
 const log = pino({ level: "silent" });
+
+/** The enrolled edges the tool sees: two teams. */
+const EDGES = [
+  { id: "web-1", labels: { team: "web" } },
+  { id: "db-1", labels: { team: "db" } },
+] as unknown as EdgeRow[];
+const olga: Caller = { userId: "olga", role: "operator" };
 
 interface Hit {
   kind: string;
@@ -40,8 +50,8 @@ describeBothBackends("query_knowledge", (backend) => {
   let indexer: KnowledgeIndexer;
   let skill: ReturnType<typeof buildSkill>;
 
-  async function query(params: Record<string, unknown>): Promise<ResultEnvelope & { output: Output }> {
-    return (await runSkill(skill, validateParams(skill, params), { callId: "t", timeoutMs: 30_000, outputCapBytes: 1 << 20, log })) as ResultEnvelope & { output: Output };
+  async function query(params: Record<string, unknown>, caller: Caller = olga): Promise<ResultEnvelope & { output: Output }> {
+    return (await runSkill(skill, validateParams(skill, params), { callId: "t", timeoutMs: 30_000, outputCapBytes: 1 << 20, log, invocation: { caller, sessionId: "t" } })) as ResultEnvelope & { output: Output };
   }
 
   beforeAll(async () => {
@@ -49,7 +59,7 @@ describeBothBackends("query_knowledge", (backend) => {
     dir = mkdtempSync(join(tmpdir(), "ongrid-runbooks-"));
     writeRunbooks(dir);
     indexer = createKnowledgeIndexer({ database, dirs: [dir], watch: false, log });
-    skill = buildSkill(createQueryKnowledge(indexer) as SkillDefinition<any>);
+    skill = buildSkill(createQueryKnowledge(indexer, { list: async () => EDGES }) as SkillDefinition<any>);
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -139,5 +149,67 @@ describeBothBackends("query_knowledge", (backend) => {
     // "restarted" in the report stems like "restart" in the runbooks: kind any answers with both.
     const both = await query({ query: "restarted", kind: "any" });
     expect(new Set(both.output.results.map((h) => h.kind))).toEqual(new Set(["runbook", "report"]));
+  });
+
+  it("returns a report only to callers who reach its session's edge, and still fills the page from what they may see", async () => {
+    const sessions = createSessionStore(database);
+    // Five reports on db-1 (team db) rank above the one on web-1 (team web) and the one on no edge.
+    for (let i = 1; i <= 5; i++) {
+      await sessions.create({ id: `ses_quasar_db${i}`, userId: "dora", inputText: `quasar replica lag on db-1 (${i})`, edgeId: "db-1", mode: "" });
+      await sessions.update(`ses_quasar_db${i}`, { status: "done", report: "quasar quasar quasar: the quasar replica on db-1 lags behind its primary" });
+    }
+    await sessions.create({ id: "ses_quasar_web", userId: "wade", inputText: "quasar client errors on web-1", edgeId: "web-1", mode: "" });
+    await sessions.update("ses_quasar_web", { status: "done", report: "the quasar client on web-1 times out" });
+    await sessions.create({ id: "ses_quasar_none", userId: "wade", inputText: "quasar question", edgeId: "", mode: "" });
+    await sessions.update("ses_quasar_none", { status: "done", report: "a quasar question that named no host" });
+
+    // An unlimited reach sees every report; the db ones rank first.
+    const all = await query({ query: "quasar", kind: "report", limit: 2 });
+    expect(all.output.returned).toBe(2);
+    expect(all.output.results.every((h) => h.source.startsWith("session:ses_quasar_db")), JSON.stringify(all.output.results)).toBe(true);
+
+    // team=web: not one db-1 report, yet two results (the page is not emptied by what was left out).
+    const web: Caller = { userId: "wade", role: "viewer", reach: ["team=web"] };
+    const w = await query({ query: "quasar", kind: "report", limit: 2 }, web);
+    expect(w.output.results.map((h) => h.source).sort()).toEqual(["session:ses_quasar_none", "session:ses_quasar_web"]);
+    expect(w.output.index.reports).toBeLessThan(all.output.index.reports);
+
+    // A reach that matches no edge sees only the report on no edge; runbooks are not edge-scoped.
+    const nobody: Caller = { userId: "nobody", role: "viewer", reach: ["team=none"] };
+    expect((await query({ query: "quasar", kind: "report" }, nobody)).output.results.map((h) => h.source)).toEqual(["session:ses_quasar_none"]);
+    expect((await query({ query: "502 bad gateway", kind: "runbook", limit: 1 }, nobody)).output.results.map((h) => h.title)).toEqual(["Nginx returns 502 Bad Gateway"]);
+  });
+});
+
+describe("migration 0008_knowledge_report_edge", () => {
+  it("gives the reports indexed before it their session's edge (else they would show to every reach)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ongrid-mig-"));
+    const older = mkdtempSync(join(tmpdir(), "ongrid-mig-0007-"));
+    try {
+      // The migrations as they were before 0008.
+      cpSync(MIGRATIONS_FOLDER, older, { recursive: true });
+      const journalFile = join(older, "meta", "_journal.json");
+      const journal = JSON.parse(readFileSync(journalFile, "utf8")) as { entries: Array<{ tag: string }> };
+      journal.entries = journal.entries.filter((e) => e.tag < "0008");
+      writeFileSync(journalFile, JSON.stringify(journal));
+      const before = await openDatabase({ dataDir, migrationsFolder: older });
+      await before.db.execute(sql`insert into agent_sessions (id, created_at, updated_at, user_id, input_text, edge_id, status, report) values ('ses_old', now(), now(), 'dora', 'replica lag', 'db-1', 'done', 'the replica lags')`);
+      await before.db.execute(sql`insert into knowledge_docs (kind, source, title, body, modified_at, indexed_at) values ('report', 'session:ses_old', 'Diagnosis: replica lag', 'the replica lags', now(), now()), ('runbook', '/srv/runbooks/lag.md', 'Lag', 'replica lag', now(), now())`);
+      await before.close();
+
+      const after = await openDatabase({ dataDir });
+      try {
+        const rows = (await after.db.execute(sql`select source, edge_id from knowledge_docs order by source`)) as unknown as { rows?: unknown[] } | unknown[];
+        expect(Array.isArray(rows) ? rows : rows.rows).toEqual([
+          { source: "/srv/runbooks/lag.md", edge_id: "" },
+          { source: "session:ses_old", edge_id: "db-1" },
+        ]);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(older, { recursive: true, force: true });
+    }
   });
 });

@@ -3,7 +3,12 @@ import { sep } from "node:path";
 import { SkillError } from "../../../skill/errors.ts";
 import type { SkillDefinition } from "../../../skill/types.ts";
 import { defineBaseTool } from "../define.ts";
+import { invocationOf } from "../invocation.ts";
+import { isLimited, reaches } from "../../identity/reach.ts";
+import type { Caller } from "../../dispatch/dispatch.ts";
+import type { EdgeStore } from "../../edges/store.ts";
 import type { KnowledgeIndexer } from "./indexer.ts";
+import type { ReportScope } from "./store.ts";
 
 /** The params after validation (defaults applied). */
 interface Params {
@@ -38,8 +43,18 @@ function placeOf(source: string, dirs: readonly string[]): { dir: string; rel: s
   return best ? { dir: best, rel: source.slice(best.length).replace(/^[\\/]+/, "") } : { dir: "", rel: source };
 }
 
-/** Creates query_knowledge over an indexer. */
-export function createQueryKnowledge(indexer: KnowledgeIndexer): SkillDefinition<Params> {
+/**
+ * The reports a caller may see (G4): a report is as visible as the edge its diagnosis ran on —
+ * every one for an unlimited reach, else those on an enrolled edge in reach or on no edge (the
+ * same rule as edgeVisibility in manager/incidents/changes.ts).
+ */
+async function reportScope(edges: Pick<EdgeStore, "list">, caller: Caller): Promise<ReportScope> {
+  if (!isLimited(caller)) return "all";
+  return { edgeIds: (await edges.list()).filter((e) => reaches(caller, e.labels)).map((e) => e.id) };
+}
+
+/** Creates query_knowledge over an indexer; `edges` gives the edges' labels for the caller's reach. */
+export function createQueryKnowledge(indexer: KnowledgeIndexer, edges: Pick<EdgeStore, "list">): SkillDefinition<Params> {
   return defineBaseTool<Params>({
     key: "query_knowledge",
     name: "Query knowledge",
@@ -55,7 +70,8 @@ export function createQueryKnowledge(indexer: KnowledgeIndexer): SkillDefinition
       results: [{ kind: "runbook", title: "Nginx returns 502 Bad Gateway", source: "web/nginx-502.md", dir: "/srv/runbooks", snippet: "… «nginx» answers «502» when the «upstream» …", rank: 0.42, modified_at: "2026-01-01T00:00:00.000Z" }],
       index: { runbooks: 12, reports: 3, indexed_at: "2026-01-01T00:00:00.000Z", skipped: [], skipped_total: 0, errors: [] },
     },
-    async execute(_ctx, params) {
+    async execute(ctx, params) {
+      const { caller } = invocationOf(ctx);
       const query = params.query.trim();
       const pass = await indexer.ensureFresh();
       const terms = query ? await indexer.store.termCount(query) : 0;
@@ -66,8 +82,11 @@ export function createQueryKnowledge(indexer: KnowledgeIndexer): SkillDefinition
           "Use distinctive words: an error message, a service or unit name, a symptom (e.g. \"nginx 502 upstream\").",
         );
       }
-      const hits = await indexer.store.search(query, params.kind, params.limit);
-      const counts = await indexer.store.counts();
+      // Reports of diagnoses on edges outside the caller's reach are left out by the search itself,
+      // so a page holds `limit` results the caller may see whenever there are that many.
+      const scope = await reportScope(edges, caller);
+      const hits = await indexer.store.search(query, params.kind, params.limit, scope);
+      const counts = await indexer.store.counts(scope);
       const results = hits.map((h) => {
         const place = h.kind === "runbook" ? placeOf(h.source, indexer.dirs) : { dir: "", rel: h.source };
         return {

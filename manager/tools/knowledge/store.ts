@@ -1,5 +1,5 @@
 /** The knowledge_docs table: upserts by source, removals, finished diagnosis reports, and the full-text search. */
-import { and, count, desc, eq, inArray, ne, notExists, notInArray, sql } from "drizzle-orm";
+import { and, count, desc, eq, inArray, ne, notExists, notInArray, or, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { agentSessions, knowledgeDocs } from "../../db/schema/index.ts";
 
@@ -10,7 +10,15 @@ export interface KnowledgeDoc {
   title: string;
   body: string;
   modifiedAt: Date;
+  /** A report's edge (its session's); "" for runbooks and for a session on no edge. */
+  edgeId?: string;
 }
+
+/**
+ * Which reports a search or a count may see (G4): "all", or only reports of sessions on one of
+ * these edges or on none. Runbooks are not edge-scoped and are always seen.
+ */
+export type ReportScope = "all" | { edgeIds: readonly string[] };
 
 /** One search hit, best first. */
 export interface KnowledgeHit {
@@ -48,10 +56,19 @@ export function createKnowledgeStore(database: Database) {
   /** Inserts or replaces one source's row. */
   async function upsert(doc: KnowledgeDoc): Promise<void> {
     const now = new Date();
+    const edgeId = doc.edgeId ?? "";
     await db
       .insert(knowledgeDocs)
-      .values({ ...doc, indexedAt: now })
-      .onConflictDoUpdate({ target: knowledgeDocs.source, set: { kind: doc.kind, title: doc.title, body: doc.body, modifiedAt: doc.modifiedAt, indexedAt: now } });
+      .values({ ...doc, edgeId, indexedAt: now })
+      .onConflictDoUpdate({ target: knowledgeDocs.source, set: { kind: doc.kind, title: doc.title, body: doc.body, modifiedAt: doc.modifiedAt, edgeId, indexedAt: now } });
+  }
+
+  /** The rows a scope lets through: runbooks, and reports on no edge or on an edge of the scope. */
+  function inScope(scope: ReportScope): SQL | undefined {
+    if (scope === "all") return undefined;
+    // Edge ids never hold a comma (EDGE_ID_PATTERN), so one text parameter carries any number of them.
+    const ids = sql`string_to_array(${scope.edgeIds.join(",")}, ',')`;
+    return or(ne(knowledgeDocs.kind, "report"), eq(knowledgeDocs.edgeId, ""), sql`${knowledgeDocs.edgeId} = any(${ids})`);
   }
 
   return {
@@ -86,14 +103,14 @@ export function createKnowledgeStore(database: Database) {
         .from(knowledgeDocs)
         .where(and(eq(knowledgeDocs.source, source), eq(knowledgeDocs.modifiedAt, agentSessions.updatedAt)));
       const sessions = await db
-        .select({ id: agentSessions.id, inputText: agentSessions.inputText, report: agentSessions.report, updatedAt: agentSessions.updatedAt })
+        .select({ id: agentSessions.id, inputText: agentSessions.inputText, edgeId: agentSessions.edgeId, report: agentSessions.report, updatedAt: agentSessions.updatedAt })
         .from(agentSessions)
         .where(and(done, notExists(current)))
         .orderBy(agentSessions.updatedAt);
       for (const s of sessions) {
         const about = s.inputText.replace(/\s+/g, " ").trim();
         const title = `Diagnosis: ${about.length > REPORT_TITLE_CHARS ? `${about.slice(0, REPORT_TITLE_CHARS - 1)}…` : about}`;
-        await upsert({ kind: "report", source: `${REPORT_PREFIX}${s.id}`, title, body: cleanReport(s.report, maxBytes), modifiedAt: s.updatedAt });
+        await upsert({ kind: "report", source: `${REPORT_PREFIX}${s.id}`, title, body: cleanReport(s.report, maxBytes), modifiedAt: s.updatedAt, edgeId: s.edgeId });
       }
       let removed = 0;
       if (prune) {
@@ -103,9 +120,9 @@ export function createKnowledgeStore(database: Database) {
       return { indexed: sessions.length, removed };
     },
 
-    /** How many rows of each kind the index holds. */
-    async counts(): Promise<{ runbooks: number; reports: number }> {
-      const rows = await db.select({ kind: knowledgeDocs.kind, n: count() }).from(knowledgeDocs).groupBy(knowledgeDocs.kind);
+    /** How many rows of each kind the index holds (reports: those the scope sees). */
+    async counts(scope: ReportScope = "all"): Promise<{ runbooks: number; reports: number }> {
+      const rows = await db.select({ kind: knowledgeDocs.kind, n: count() }).from(knowledgeDocs).where(inScope(scope)).groupBy(knowledgeDocs.kind);
       const of = (k: string) => Number(rows.find((r) => r.kind === k)?.n ?? 0);
       return { runbooks: of("runbook"), reports: of("report") };
     },
@@ -116,15 +133,19 @@ export function createKnowledgeStore(database: Database) {
       return Number(row?.n ?? 0);
     },
 
-    /** Ranked full-text search (websearch syntax, English stemming) with marked snippets, best first. */
-    async search(query: string, kind: "runbook" | "report" | "any", limit: number): Promise<KnowledgeHit[]> {
+    /**
+     * Ranked full-text search (websearch syntax, English stemming) with marked snippets, best first.
+     * `scope` leaves out, in the query itself, the reports the caller may not see, so `limit` rows
+     * are the best `limit` the caller may see.
+     */
+    async search(query: string, kind: "runbook" | "report" | "any", limit: number, scope: ReportScope = "all"): Promise<KnowledgeHit[]> {
       const tsq = sql`websearch_to_tsquery('english', ${query})`;
       const rank = sql<number>`ts_rank_cd(${knowledgeDocs.tsv}, ${tsq})`;
       // Rank and cut first, then build snippets (ts_headline re-parses the text) for the few rows kept.
       const ranked = db
         .select({ kind: knowledgeDocs.kind, source: knowledgeDocs.source, title: knowledgeDocs.title, body: knowledgeDocs.body, modifiedAt: knowledgeDocs.modifiedAt, rank: rank.as("rank") })
         .from(knowledgeDocs)
-        .where(and(sql`${knowledgeDocs.tsv} @@ ${tsq}`, kind === "any" ? undefined : eq(knowledgeDocs.kind, kind)))
+        .where(and(sql`${knowledgeDocs.tsv} @@ ${tsq}`, kind === "any" ? undefined : eq(knowledgeDocs.kind, kind), inScope(scope)))
         .orderBy(desc(rank), desc(knowledgeDocs.modifiedAt), knowledgeDocs.source)
         .limit(limit)
         .as("ranked");

@@ -1,6 +1,6 @@
 /**
  * query_promql's own decisions against a loopback server replaying recorded Prometheus HTTP API
- * answers: which endpoint and parameters it sends, the 11,000-points bound checked before asking,
+ * answers: which endpoint and parameters it sends, the 11,000-steps bound checked before asking,
  * the automatic step, and how results are condensed. The real Prometheus is in
  * test/observability.e2e.test.ts.
  */
@@ -118,13 +118,27 @@ describe("query_promql", () => {
     const r = await runTool(tool, { expr: "up", start: "now-2d", step: "10s" });
     expect(r.error).toMatchObject({
       code: "invalid_argument",
-      message: "exceeded maximum resolution of 11,000 points per timeseries: a 172800s range at step 10s gives 17281 points",
+      message: "exceeded maximum resolution of 11,000 points per timeseries: a 172800s range at step 10s is 17280 steps, more than 11,000",
       hint: "Use a step of at least 16s, or a shorter range.",
     });
-    // Exactly 11,000 points is allowed.
     expect(rangeStep(new Date(0), new Date(10_999_000), "1s")).toBe(1);
-    expect(() => rangeStep(new Date(0), new Date(11_000_000), "1s")).toThrow(/11,000/);
+    expect(() => rangeStep(new Date(0), new Date(11_000_001), "1s")).toThrow(/11,000/);
+    expect(() => rangeStep(new Date(0), new Date(11_001_000), "1s")).toThrow("a 11001s range at step 1s is 11001 steps, more than 11,000");
     expect(prom.requests).toHaveLength(0);
+  });
+
+  it("accepts a range of exactly 11,000 steps, as Prometheus does (it refuses only (end − start) / step > 11000)", () => {
+    const start = new Date(Date.UTC(2026, 0, 31, 0, 0, 0));
+    const end = new Date(start.getTime() + 11_000 * 1000);
+    expect(rangeStep(start, end, "1s")).toBe(1);
+    // Steps that are no exact binary fraction: 45100 / 4.1 is 11000.000000000002 in floating point.
+    expect(rangeStep(new Date(0), new Date(45_100_000), "4.1s")).toBe(4.1);
+    expect(rangeStep(new Date(0), new Date(781_000), "71ms")).toBe(0.071);
+    expect(rangeStep(new Date(0), new Date(1_100_000), "0.1s")).toBe(0.1);
+    expect(() => rangeStep(new Date(0), new Date(45_100_001), "4.1s")).toThrow(/more than 11,000/);
+    // The least step the hint names fits: ceil(range / 11000).
+    expect(() => rangeStep(new Date(0), new Date(22_000_001), "2s")).toThrow(expect.objectContaining({ hint: "Use a step of at least 3s, or a shorter range." }));
+    expect(rangeStep(new Date(0), new Date(22_000_001), "3s")).toBe(3);
   });
 
   it("refuses mixed instant and range params, and an inverted range, without asking", async () => {
@@ -132,6 +146,14 @@ describe("query_promql", () => {
     expect((await runTool(tool, { expr: "up", end: "now" })).error?.message).toBe("end and step belong to a range query, which needs start");
     expect((await runTool(tool, { expr: "up", start: "now", end: "now-5m" })).error?.code).toBe("invalid_argument");
     await expect(runTool(tool, { expr: "up", start: "now-1h", step: "fast" })).rejects.toThrow(/step/);
+    expect(prom.requests).toHaveLength(0);
+  });
+
+  it("refuses an impossible date instead of rolling it over (2025-02-30 is not March 2), naming the param and the rule, without asking", async () => {
+    let r = await runTool(tool, { expr: "up", time: "2025-02-30T10:00:00Z" });
+    expect(r.error).toMatchObject({ code: "invalid_argument", message: 'time: "2025-02-30T10:00:00Z" is not a real date and time: February 2025 has 28 days, not 30' });
+    r = await runTool(tool, { expr: "up", start: "2025-01-31T24:00:00Z" });
+    expect(r.error).toMatchObject({ code: "invalid_argument", message: 'start: "2025-01-31T24:00:00Z" is not a real date and time: hour 24 is not 00-23' });
     expect(prom.requests).toHaveLength(0);
   });
 

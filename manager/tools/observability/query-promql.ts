@@ -7,7 +7,7 @@ import type { BaseToolDeps } from "../deps.ts";
 import { condenseResult } from "./series.ts";
 import { STEP_SCHEMA, parseStep, parseTime, timeSchema } from "./time.ts";
 
-/** Prometheus refuses a range query with more points per series than this; so do we, before asking. */
+/** Prometheus refuses a range query whose (end − start) / step is more than this; so do we, before asking. */
 export const MAX_RANGE_POINTS = 11_000;
 /** A range without a step is cut into about this many points. */
 const AUTO_POINTS = 250;
@@ -21,16 +21,24 @@ interface Params {
   limit: number;
 }
 
-/** The step for a range: the given one, or range / 250 rounded up to whole seconds; refused past MAX_RANGE_POINTS. */
+/**
+ * The step for a range: the given one, or range / 250 rounded up to whole seconds. Refused, as
+ * Prometheus refuses it, when (end − start) / step is more than 11,000 — exactly 11,000 steps is
+ * allowed. Compared in integers (milliseconds of range against microseconds of step), so a step
+ * such as 0.1s is not refused over a floating-point rounding; the hint names the least
+ * whole-second step that fits, ceil(range / 11,000).
+ */
 export function rangeStep(start: Date, end: Date, step: string | undefined): number {
-  const rangeSeconds = (end.getTime() - start.getTime()) / 1000;
+  const rangeMs = end.getTime() - start.getTime();
+  const rangeSeconds = rangeMs / 1000;
   const seconds = step !== undefined ? parseStep(step) : Math.max(1, Math.ceil(rangeSeconds / AUTO_POINTS));
-  const points = Math.floor(rangeSeconds / seconds) + 1;
-  if (points > MAX_RANGE_POINTS) {
-    const least = Math.ceil(rangeSeconds / (MAX_RANGE_POINTS - 1));
+  // Steps are at least 1 ms and written with decimals, so whole microseconds hold them exactly.
+  const stepUs = Math.round(seconds * 1_000_000);
+  if (rangeMs * 1000 > MAX_RANGE_POINTS * stepUs) {
+    const least = Math.ceil(rangeMs / (MAX_RANGE_POINTS * 1000));
     throw new SkillError(
       "invalid_argument",
-      `exceeded maximum resolution of 11,000 points per timeseries: a ${rangeSeconds}s range at step ${seconds}s gives ${points} points`,
+      `exceeded maximum resolution of 11,000 points per timeseries: a ${rangeSeconds}s range at step ${seconds}s is ${Math.floor((rangeMs * 1000) / stepUs)} steps, more than 11,000`,
       `Use a step of at least ${least}s, or a shorter range.`,
     );
   }
@@ -45,7 +53,7 @@ export function createQueryPromql(deps: Pick<BaseToolDeps, "config">) {
     key: "query_promql",
     name: "Query Prometheus (PromQL)",
     description:
-      "Run a PromQL query against the configured Prometheus: an instant query (optionally at `time`), or a range query when `start` is given (with `end` and `step`). Use when a diagnosis needs metrics beyond one host's snapshot: error rates, latency quantiles, saturation over time, or the manager's own ongrid_* series. Range results come with min/max/avg/first/last per series; at most 11,000 points per series.",
+      "Run a PromQL query against the configured Prometheus: an instant query (optionally at `time`), or a range query when `start` is given (with `end` and `step`). Use when a diagnosis needs metrics beyond one host's snapshot: error rates, latency quantiles, saturation over time, or the manager's own ongrid_* series. Range results come with min/max/avg/first/last per series; a range may have at most 11,000 steps ((end - start) / step), as in Prometheus.",
     class: "safe",
     category: "observability",
     schema: {

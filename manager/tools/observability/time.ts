@@ -1,5 +1,6 @@
 /** Time params the observability tools share: absolute or relative instants, steps, and a window with defaults. */
 import { SkillError } from "../../../skill/errors.ts";
+import { calendarProblem } from "../../incidents/time.ts";
 
 /** How a time param is described to the model, in every tool's schema. */
 export const TIME_HELP = "RFC 3339 (2025-01-31T10:00:00Z), unix seconds (1738317600), or relative to now: now, now-15m, now-2h, now-7d.";
@@ -23,8 +24,12 @@ export function parseTime(value: string, field: string, now: Date = new Date()):
   let ms: number;
   if (rel) ms = now.getTime() - (rel[1] ? Number(rel[1]) * UNIT_MS[rel[2]!]! : 0);
   else if (UNIX.test(text)) ms = Number(text) * 1000;
-  else if (RFC3339.test(text)) ms = Date.parse(text.replace(" ", "T"));
-  else ms = Number.NaN;
+  else if (RFC3339.test(text)) {
+    // Date would roll an impossible date over (2025-02-30 → March 2): refuse it, saying what is wrong.
+    const impossible = calendarProblem(text);
+    if (impossible) throw new SkillError("invalid_argument", `${field}: ${JSON.stringify(value.slice(0, 40))} is not a real date and time: ${impossible}`, `Write ${field} as ${TIME_HELP}`);
+    ms = Date.parse(text.replace(" ", "T"));
+  } else ms = Number.NaN;
   if (!Number.isFinite(ms) || ms < 0 || ms > MAX_MS) {
     throw new SkillError("invalid_argument", `${field}: ${JSON.stringify(value.slice(0, 40))} is not a time`, `Write ${field} as ${TIME_HELP}`);
   }
