@@ -121,8 +121,8 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   const approvals = createApprovalStore(database);
   const credentials = createCredentialStore(database, loadCredentialKey(config.credentials));
   const metrics = createManagerMetrics({
-    knows: (key) => Boolean(registry.get(key)) || Boolean(hub?.sessions().some((s) => s.skills.has(key))),
-    connectedEdges: () => hub?.sessions().length ?? 0,
+    knows: (key) => Boolean(registry.get(key)) || Boolean(hub?.offered(key)),
+    connectedEdges: () => hub?.connectedCount() ?? 0,
     managerSkills: () => registry.size,
     database,
     version: MANAGER_VERSION,

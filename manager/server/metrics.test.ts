@@ -9,7 +9,7 @@ import pino from "pino";
 import { Gauge } from "prom-client";
 import { bootManager, type TestManager } from "../../test/support/manager.ts";
 import { makeUser } from "../../test/support/auth.ts";
-import { startEdge, type TestEdge } from "../../test/support/edge.ts";
+import { startEdge, waitFor, type TestEdge } from "../../test/support/edge.ts";
 import { cacheFlushSkill } from "../../test/support/skills.ts";
 import { createManagerMetrics, errorCodeOf, UNKNOWN_SKILL } from "../observability/metrics.ts";
 import type { Caller } from "../dispatch/dispatch.ts";
@@ -238,5 +238,28 @@ describe("manager metrics", () => {
     expect(samples.map((s) => s.labels)).toEqual([{ skill: UNKNOWN_SKILL, decision: "none", outcome: "error" }]);
     expect(errorCodeOf({ result: null, error: "Weird Code!: boom" })).toBe("other");
     expect(errorCodeOf({ result: { success: false, output: null, duration_ms: 0, truncated: false, edge_id: "", error: { code: "upstream_unavailable", message: "", hint: "" } }, error: "x: y" })).toBe("upstream_unavailable");
+  });
+});
+
+describe("the skill label's check (hub.offered)", () => {
+  it("follows which skills connected edges offer as edges come and go", async () => {
+    expect(m.hub.offered("host_load")).toBe(true);
+    expect(m.hub.offered("no_such_skill")).toBe(false);
+    const second = await startEdge(m, "edge-metrics-2");
+    expect(m.hub.connectedCount()).toBe(2);
+    await second.stop();
+    await waitFor(() => m.hub.connectedCount() === 1, 10_000);
+    expect(m.hub.offered("host_load")).toBe(true); // the first edge still offers it
+    await edge?.stop();
+    edge = undefined;
+    await waitFor(() => m.hub.connectedCount() === 0, 10_000);
+    expect(m.hub.offered("host_load")).toBe(false);
+    // A call of it now (refused: no edge offers it) counts under the unknown label, not under its key.
+    const total = (samples: Sample[], skill: string) => samples.filter((x) => x.name === "ongrid_skill_calls_total" && x.labels.skill === skill).reduce((a, x) => a + x.value, 0);
+    const before = await scrape();
+    expect(await call("host_load", {}, admin, "edge-metrics")).toBeInstanceOf(Error);
+    const after = await scrape();
+    expect(total(after, UNKNOWN_SKILL) - total(before, UNKNOWN_SKILL)).toBe(1);
+    expect(total(after, "host_load")).toBe(total(before, "host_load"));
   });
 });

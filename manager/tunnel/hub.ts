@@ -120,6 +120,15 @@ function envelopeFrom(r: SkillResult | undefined, edgeId: string, capBytes: numb
 export function createHub(opts: HubOptions) {
   const { store, log } = opts;
   const sessions = new Map<string, LiveSession>();
+  /** How many connected edges offer each skill key: "does any edge offer K" in O(1) (asked on every call by /metrics). */
+  const offerCount = new Map<string, number>();
+  const countOffers = (skills: ReadonlyMap<string, Skill>, delta: 1 | -1) => {
+    for (const key of skills.keys()) {
+      const n = (offerCount.get(key) ?? 0) + delta;
+      if (n > 0) offerCount.set(key, n);
+      else offerCount.delete(key);
+    }
+  };
   const opening = new Map<string, Set<GrpcBidiCall<typeof ConnectResponseSchema>>>();
   const helloTimeoutMs = opts.helloTimeoutMs ?? 10_000;
 
@@ -257,6 +266,7 @@ export function createHub(opts: HubOptions) {
     };
     session.heartbeat.unref();
     sessions.set(enrolledId, session);
+    countOffers(skills, 1);
     call.send({
       frame: { case: "welcome", value: { edgeId: enrolledId, managerVersion: opts.managerVersion, heartbeatIntervalMs: opts.heartbeatMs } },
     });
@@ -287,7 +297,12 @@ export function createHub(opts: HubOptions) {
   /** An inventory frame: the edge's skill set changed without a reconnect. A defective one ends the session, as a bad hello would. */
   function replaceInventory(session: LiveSession, list: Metadata[]): void {
     try {
-      session.skills = skillsFrom(list);
+      const next = skillsFrom(list);
+      if (sessions.get(session.edgeId) === session) {
+        countOffers(session.skills, -1);
+        countOffers(next, 1);
+      }
+      session.skills = next;
     } catch (err) {
       session.close({ code: Code.InvalidArgument, message: `inventory refused: ${(err as Error).message}` });
       return;
@@ -308,6 +323,7 @@ export function createHub(opts: HubOptions) {
     }
     if (sessions.get(session.edgeId) !== session) return;
     sessions.delete(session.edgeId);
+    countOffers(session.skills, -1);
     store.markOffline(session.edgeId, new Date(session.lastHeard)).catch((err) => log.error({ err: String(err) }, "could not record edge offline"));
     log.info({ edge: session.edgeId, reason }, "edge disconnected");
   }
@@ -389,6 +405,10 @@ export function createHub(opts: HubOptions) {
     call,
     session: (edgeId: string): EdgeSession | undefined => sessions.get(edgeId),
     sessions: (): EdgeSession[] => [...sessions.values()],
+    /** How many edges are connected (without copying the session list). */
+    connectedCount: (): number => sessions.size,
+    /** Whether any connected edge offers the skill key. */
+    offered: (key: string): boolean => offerCount.has(key),
     /** Closes an edge's tunnel and any stream of it still awaiting its welcome (revocation, rotation). */
     disconnect(edgeId: string, message: string): boolean {
       const s = sessions.get(edgeId);
