@@ -214,6 +214,36 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
   });
 });
 
+describe("token re-check of live edges", () => {
+  it("notices a revocation made behind the hub's back (another process on the same database) at its periodic, batched re-check", async () => {
+    const { connectGrpcEdge } = await import("./support/grpc-edge.ts");
+    const { createEdgeStore } = await import("../manager/edges/store.ts");
+    const ids = ["edge-elsewhere-1", "edge-elsewhere-2", "edge-elsewhere-3"];
+    const tunnels = [];
+    for (const id of ids) {
+      const { token } = await m.edges.enroll(id);
+      // Answers the manager's heartbeats, so only the revocation can end it.
+      const t = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, edge) => f.frame.case === "heartbeat" && edge.send({ frame: { case: "heartbeat", value: { sentAtUnixMs: 1n } } }));
+      t.send({ frame: { case: "hello", value: { edgeId: id, version: "t", skills: [] } } });
+      tunnels.push(t);
+    }
+    expect(await waitFor(() => ids.every((id) => Boolean(m.hub.session(id))), 10_000)).toBe(true);
+    // As `ongrid edge revoke` run by another process on a shared database would: this hub is not told.
+    const elsewhere = createEdgeStore(m.database, "another-manager");
+    await elsewhere.revoke(ids[0]!);
+    await elsewhere.enroll(ids[1]!); // rotation: the live token is no longer the enrolled one
+    for (const t of tunnels.slice(0, 2)) {
+      const st = await t.ended;
+      expect(st.code).toBe(16); // UNAUTHENTICATED
+      expect(st.details).toMatch(/the edge's token was revoked or rotated/);
+    }
+    expect(m.hub.session(ids[0]!)).toBeUndefined();
+    expect(m.hub.session(ids[1]!)).toBeUndefined();
+    expect(m.hub.session(ids[2]!)).toBeDefined(); // its token is still the enrolled one
+    for (const t of tunnels) t.close();
+  }, 30_000);
+});
+
 describe("fan-out", () => {
   beforeAll(async () => {
     edges.push(...(await Promise.all([

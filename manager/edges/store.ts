@@ -1,6 +1,6 @@
 /** Enrolled edges in the database: tokens (hashed), revocation and last known presence (C4). */
 import { createHash, randomBytes } from "node:crypto";
-import { and, asc, eq, isNull } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull } from "drizzle-orm";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { edges, type EdgeRow } from "../db/schema/index.ts";
@@ -24,6 +24,15 @@ export function checkEdgeId(id: string, field = "id"): string {
   }
   return id;
 }
+
+/** What the hub needs of an edge's row to admit it and to re-check it: not its skills or labels (≈15 KB of JSON an edge). */
+export interface EdgeCredential {
+  id: string;
+  tokenHash: string;
+  revokedAt: Date | null;
+}
+
+const CREDENTIAL = { id: edges.id, tokenHash: edges.tokenHash, revokedAt: edges.revokedAt };
 
 /** What the hub records when an edge says hello. */
 export interface Presence {
@@ -61,11 +70,11 @@ export function createEdgeStore(database: Database, managerId: string) {
      * The edge a token belongs to. Unknown and revoked tokens are refused alike (no oracle for
      * which ids exist). Tokens are 256 random bits, so looking them up by hash leaks nothing.
      */
-    async authenticate(token: string): Promise<EdgeRow> {
+    async authenticate(token: string): Promise<EdgeCredential> {
       const fail = () => new OngridError("unauthenticated", "edge token is unknown or revoked", "enroll the edge again with `ongrid edge enroll ID` and use the new token");
       if (!token.startsWith(TOKEN_PREFIX)) throw fail();
       const hash = hashToken(token);
-      const [row] = await db.select().from(edges).where(eq(edges.tokenHash, hash));
+      const [row] = await db.select(CREDENTIAL).from(edges).where(eq(edges.tokenHash, hash));
       if (!row || row.revokedAt) throw fail();
       return row;
     },
@@ -74,6 +83,13 @@ export function createEdgeStore(database: Database, managerId: string) {
     async get(id: string): Promise<EdgeRow | undefined> {
       const [row] = await db.select().from(edges).where(eq(edges.id, id));
       return row;
+    },
+
+    /** The credentials of many edges in one query (the hub's periodic re-check of live edges). */
+    async credentials(ids: string[]): Promise<Map<string, EdgeCredential>> {
+      if (!ids.length) return new Map();
+      const rows = await db.select(CREDENTIAL).from(edges).where(inArray(edges.id, ids));
+      return new Map(rows.map((r) => [r.id, r]));
     },
 
     async list(): Promise<EdgeRow[]> {
