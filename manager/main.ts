@@ -250,6 +250,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       await core.dispatcher.drain();
       await core.audit.flush();
       await Promise.allSettled(stopServing.map((stop) => stop()));
+      await core.edges.flushPresence().catch((err: Error) => log.warn({ err: err.message }, "could not record every edge offline at close"));
       await core.database.close();
     },
   };

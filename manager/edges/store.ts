@@ -1,6 +1,6 @@
 /** Enrolled edges in the database: tokens (hashed), revocation and last known presence (C4). */
 import { createHash, randomBytes } from "node:crypto";
-import { and, asc, eq, inArray, isNull } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { edges, type EdgeRow } from "../db/schema/index.ts";
@@ -46,6 +46,7 @@ export interface Presence {
 /** Creates the edge store over the manager's database. */
 export function createEdgeStore(database: Database, managerId: string) {
   const { db } = database;
+  const presence = createPresenceWriter(database, managerId);
   return {
     /** Creates the edge or rotates its token; the token is returned once and stored hashed. */
     async enroll(id: string): Promise<{ id: string; token: string; rotated: boolean }> {
@@ -96,21 +97,112 @@ export function createEdgeStore(database: Database, managerId: string) {
       return db.select().from(edges).orderBy(asc(edges.id));
     },
 
-    /** Records a welcomed edge; a revoked edge is never marked online. */
-    async markOnline(id: string, p: Presence): Promise<void> {
-      await db
-        .update(edges)
-        .set({ online: true, lastSeenAt: new Date(), managerId, version: p.version, hostname: p.hostname, os: p.os, labels: p.labels, skills: p.skills })
-        .where(and(eq(edges.id, id), isNull(edges.revokedAt)));
+    /** Records a welcomed edge; a revoked edge is never marked online. Batched with other presence writes. */
+    markOnline(id: string, p: Presence): Promise<void> {
+      return presence.queue(id, { online: true, lastSeen: new Date(), presence: p });
     },
 
-    async markOffline(id: string, lastSeen: Date): Promise<void> {
-      await db.update(edges).set({ online: false, lastSeenAt: lastSeen }).where(eq(edges.id, id));
+    /** Records an edge gone. Batched with other presence writes. */
+    markOffline(id: string, lastSeen: Date): Promise<void> {
+      return presence.queue(id, { online: false, lastSeen });
+    },
+
+    /** Resolves once every presence write queued so far is in the database. */
+    flushPresence(): Promise<void> {
+      return presence.flush();
     },
 
     /** At start: edges this manager held when it stopped are not online any more. */
     async resetPresence(): Promise<void> {
       await db.update(edges).set({ online: false }).where(eq(edges.managerId, managerId));
+    },
+  };
+}
+
+/** Presence rows written per statement. */
+const PRESENCE_CHUNK = 500;
+
+interface PresenceOp {
+  online: boolean;
+  lastSeen: Date;
+  /** What the last hello said (absent for an edge that only went offline). */
+  presence?: Presence;
+  waiters: Array<{ resolve(): void; reject(err: Error): void }>;
+}
+
+/**
+ * Presence writes, batched: everything queued while a write runs goes in the next one, as one
+ * statement per 500 edges (a jsonb parameter unpacked by jsonb_to_recordset) instead of one
+ * UPDATE per edge — 10,000 edges reconnecting after a restart cost 20 statements, not 10,000.
+ * Per edge the last state wins, in order (a hello followed by a loss in the same batch writes the
+ * hello's fields and offline); an edge revoked meanwhile is never marked online.
+ */
+function createPresenceWriter(database: Database, managerId: string) {
+  const { db } = database;
+  let pending = new Map<string, PresenceOp>();
+  let running: Promise<void> | undefined;
+
+  async function write(batch: Array<[string, PresenceOp]>): Promise<void> {
+    const full = batch.filter(([, op]) => op.presence);
+    const bare = batch.filter(([, op]) => !op.presence);
+    if (full.length) {
+      const rows = full.map(([id, op]) => ({ id, online: op.online, last_seen: op.lastSeen.toISOString(), version: op.presence!.version, hostname: op.presence!.hostname, os: op.presence!.os, labels: op.presence!.labels, skills: op.presence!.skills }));
+      await db.execute(
+        sql`update edges as e set online = r.online, last_seen_at = r.last_seen, manager_id = ${managerId}, version = r.version, hostname = r.hostname, os = r.os, labels = r.labels, skills = r.skills
+            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, online boolean, last_seen timestamptz, version text, hostname text, os text, labels jsonb, skills jsonb)
+            where e.id = r.id and (e.revoked_at is null or not r.online)`,
+      );
+    }
+    if (bare.length) {
+      const rows = bare.map(([id, op]) => ({ id, last_seen: op.lastSeen.toISOString() }));
+      await db.execute(
+        sql`update edges as e set online = false, last_seen_at = r.last_seen from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, last_seen timestamptz) where e.id = r.id`,
+      );
+    }
+  }
+
+  async function drain(): Promise<void> {
+    // Yield once so the writes of this tick join the first batch.
+    await new Promise<void>((r) => setImmediate(r));
+    while (pending.size) {
+      const batch = [...pending];
+      pending = new Map();
+      for (let i = 0; i < batch.length; i += PRESENCE_CHUNK) {
+        const chunk = batch.slice(i, i + PRESENCE_CHUNK);
+        try {
+          await write(chunk);
+          for (const [, op] of chunk) for (const w of op.waiters) w.resolve();
+        } catch (err) {
+          for (const [, op] of chunk) for (const w of op.waiters) w.reject(err as Error);
+        }
+      }
+    }
+  }
+
+  function kick(): void {
+    running ??= drain().finally(() => {
+      running = undefined;
+      if (pending.size) kick();
+    });
+  }
+
+  return {
+    queue(id: string, patch: Omit<PresenceOp, "waiters">): Promise<void> {
+      return new Promise((resolve, reject) => {
+        const op = pending.get(id) ?? { online: patch.online, lastSeen: patch.lastSeen, waiters: [] };
+        op.online = patch.online;
+        op.lastSeen = patch.lastSeen;
+        if (patch.presence) op.presence = patch.presence;
+        op.waiters.push({ resolve, reject });
+        pending.set(id, op);
+        kick();
+      });
+    },
+    async flush(): Promise<void> {
+      while (running || pending.size) {
+        if (!running) kick();
+        await running;
+      }
     },
   };
 }
