@@ -14,12 +14,12 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
-import { waitFor } from "./support/edge.ts";
+import { startEdge, waitFor } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { lastAuditRow } from "./support/audit.ts";
 import { rejection } from "./support/rejection.ts";
 import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
-import { AuditedError, type Caller } from "../manager/dispatch/dispatch.ts";
+import { AuditedError, type Caller, type ExecuteInput } from "../manager/dispatch/dispatch.ts";
 import { tasksOf } from "../manager/agent/tasks.ts";
 import pino from "pino";
 import { createAgentTool } from "../manager/tools/helpers/agent-tool.ts";
@@ -341,5 +341,78 @@ describe("agent_tool bounds", () => {
     expect(nested).toMatchObject({ callerUserId: "0", onBehalfOf: "alice" });
     expect(nested.error).toMatch(new RegExp(`session ${o.session_id} is itself a worker, and a worker cannot start workers \\(rule: depth 1\\)`));
     expect(tasksOf(open.agent).list()).toEqual([]);
+  });
+});
+
+describe("agent_tool and the playbook whitelist (F3)", () => {
+  /** A scripted model: the router picks `route`; the executor calls `calls` in turn, then reports; records the tools each executor turn was offered. */
+  function script(route: string, calls: Array<{ name: string; arguments: object }>) {
+    const offered: string[][] = [];
+    let turn = 0;
+    current = (body: any): Reply => {
+      const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
+      if (schema === "route_choice") return { json: { is_oncall: true, skill_name: route, confidence: 0.9, reason: "a failing unit" } };
+      if (schema === "diagnosis_plan") return { json: { selected_skill: route, selection_reason: "a failing unit", plan: ["check the unit"] } };
+      if (schema === "verdict") return { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
+      if (!Array.isArray(body.tools)) return { content: "summary" };
+      offered.push(body.tools.map((t: any) => t.function.name));
+      const call = calls[turn++];
+      return call ? { toolCalls: [call] } : { content: "# Report\n\nnginx.service failed." };
+    };
+    return offered;
+  }
+
+  it("a worker started under a playbook does not get tools that playbook does not allow", async () => {
+    const parent = "host_resource_diagnosis";
+    // restart_service (mutating) is not in the parent's allowed_tools; the playbook the worker routes to lists it.
+    expect(open.playbooks.get(parent)!.allowedTools).not.toContain("restart_service");
+    expect(open.playbooks.get("service_diagnosis")!.allowedTools).toContain("restart_service");
+    const edge = await startEdge(open, "wl-edge");
+    try {
+      const question = { question: "nginx.service keeps restarting, unit failed", edge_id: "wl-edge" };
+      // Without a parent playbook, the worker (ASK_DESTRUCTIVE, under service_diagnosis) is offered restart_service.
+      let offered = script("service_diagnosis", []);
+      let out = await open.dispatcher.execute({ key: "agent_tool", params: question, caller: alice, mode: "ASK_DESTRUCTIVE", timeoutMs: 120_000 });
+      expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+      expect(out.result!.output).toMatchObject({ playbook: "service_diagnosis", path: "model" });
+      expect(offered[0]).toContain("restart_service");
+
+      // Called under host_resource_diagnosis, the worker keeps its own route but only what both playbooks allow.
+      offered = script("service_diagnosis", [{ name: "restart_service", arguments: { edge_id: "wl-edge", unit: "nginx.service" } }, { name: "read_journal", arguments: { edge_id: "wl-edge", unit: "nginx.service" } }]);
+      // Every call the worker makes reaches the gate with the parent's whitelist.
+      const calls: ExecuteInput[] = [];
+      const execute = open.dispatcher.execute;
+      open.dispatcher.execute = (input) => (calls.push(input), execute(input));
+      try {
+        out = await open.dispatcher.execute({ key: "agent_tool", params: question, caller: alice, playbook: parent, mode: "ASK_DESTRUCTIVE", timeoutMs: 120_000 });
+      } finally {
+        open.dispatcher.execute = execute;
+      }
+      expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+      const o = out.result!.output as any;
+      expect(o).toMatchObject({ playbook: "service_diagnosis", within_playbook: parent, status: "done", path: "model" });
+      expect(offered.length).toBeGreaterThan(0);
+      for (const tools of offered) {
+        expect(tools, `worker ran playbook ${o.playbook} under parent ${parent}`).not.toContain("restart_service");
+        expect(tools).toEqual(expect.arrayContaining(["read_journal", "host_load"]));
+      }
+      const workerCalls = calls.filter((c) => c.sessionId === o.session_id);
+      expect(workerCalls.map((c) => c.key)).toEqual(expect.arrayContaining(["read_skill", "read_journal"]));
+      for (const c of workerCalls) expect(c, c.key).toMatchObject({ playbook: "service_diagnosis", whitelist: open.playbooks.get(parent)!.allowedTools });
+      // Its model's restart_service call is refused (audited in the worker's session), and nothing is parked for approval.
+      await open.audit.flush();
+      const row = (await open.audit.list({ sessionId: o.session_id, toolName: "restart_service" }))[0];
+      expect(row).toMatchObject({ callerUserId: "0", onBehalfOf: "alice" });
+      expect(row.error).toMatch(/tool "restart_service" was not offered to this session/);
+      expect((await open.approvals.list()).filter((a) => a.skillKey === "restart_service")).toEqual([]);
+    } finally {
+      await edge.stop();
+    }
+  });
+
+  it("on the fallback path too, a worker under a playbook runs its own route and says whose allowed_tools bound it", async () => {
+    const out = await plain.dispatcher.execute({ key: "agent_tool", params: { question: "nginx.service keeps restarting, unit failed" }, caller: alice, playbook: "host_resource_diagnosis" });
+    expect(out.result?.success, JSON.stringify(out.result?.error)).toBe(true);
+    expect(out.result!.output).toMatchObject({ status: "done", path: "fallback", playbook: "service_diagnosis", within_playbook: "host_resource_diagnosis" });
   });
 });

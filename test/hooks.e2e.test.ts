@@ -12,7 +12,7 @@ import { lastAuditRow } from "./support/audit.ts";
 import { waitFor } from "./support/edge.ts";
 import { describeBothBackends } from "./support/pg.ts";
 import { startScriptedModel } from "./support/openai-server.ts";
-import { edges } from "../manager/db/schema/index.ts";
+import { agentSessions, edges } from "../manager/db/schema/index.ts";
 import type { Caller } from "../manager/dispatch/dispatch.ts";
 import type { Database } from "../manager/db/client.ts";
 import { createIncidentStore } from "../manager/incidents/store.ts";
@@ -304,6 +304,79 @@ describe("incidents.auto_diagnose", () => {
   });
 });
 
+describe("POST /hooks/alertmanager and the poster's reach (G4)", () => {
+  let amWeb: string; // webhook user of team web
+  let amDb: string; // webhook user of team db
+  /** A viewer whose reach is team=web only. */
+  const wendy: Caller = { userId: "wendy", role: "viewer", reach: ["team=web"] };
+  const base = (fp: string, o: Record<string, unknown> = {}) => ({ status: "firing", startsAt: "2026-02-01T10:00:00Z", endsAt: "0001-01-01T00:00:00Z", generatorURL: "", fingerprint: fp, ...o });
+  beforeAll(async () => {
+    amWeb = await makeUser(m, "am-web", "operator", { reach: "team=web" });
+    amDb = await makeUser(m, "am-db", "operator", { reach: "team=db" });
+    await makeUser(m, "wendy", "viewer", { reach: "team=web" });
+  });
+
+  it("a webhook user cannot rewrite an incident on an edge outside its reach (and so expose it and its diagnosis to everyone)", async () => {
+    const fp = "dbdbdbdbdbdb0001";
+    // team db's Alertmanager reports an incident on db-01.
+    let res = await post("/hooks/alertmanager", payload([base(fp, { labels: { alertname: "PgDown", instance: "db-01:9187" }, annotations: { summary: "postgres down on db-01" } })]), amDb);
+    expect(res.status).toBe(200);
+    const inc = ((await res.json()) as any).incidents[0];
+    expect(inc.edge_ids).toEqual(["db-01"]);
+    // Its diagnosis session (what incidents.auto_diagnose stores) ran on db-01 as am-db.
+    await m.database.db.insert(agentSessions).values({ id: "ses_review_db_000000001", createdAt: new Date(), updatedAt: new Date(), userId: "am-db", inputText: "PgDown on db-01", edgeId: "db-01", status: "done", report: "# Diagnosis report\nreplication user pg_repl on db-01 ..." });
+    await createIncidentStore(m.database).setSession(inc.id, "ses_review_db_000000001");
+    // Wendy (team web) cannot see it.
+    expect((await tool("query_incidents", { since: "3650d" }, wendy)).incidents.map((i: any) => i.id)).not.toContain(inc.id);
+
+    // team web's webhook user posts the same fingerprint (computable from the label set) without an edge it can reach.
+    res = await post("/hooks/alertmanager", payload([base(fp, { labels: { alertname: "Hijacked", instance: "db-01:9187" }, annotations: { summary: "rewritten by am-web", log_file: "/etc/shadow" } })]), amWeb);
+    // The alert is refused in the answer, which tells nothing of the incident; the refusal is audited.
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as any;
+    expect(answer).toMatchObject({ accepted: 0, refused: 1 });
+    expect(answer.incidents).toEqual([{ fingerprint: fp, error: { code: "not_found", message: `alert ${fp}: no incident with this fingerprint is in your reach; nothing was changed`, hint: expect.any(String) } }]);
+    expect(JSON.stringify(answer)).not.toMatch(/inc_|PgDown|db-01|firing/);
+    expect(await lastAuditRow(m)).toMatchObject({ toolName: "hooks.alertmanager", decision: "deny", callerUserId: "am-web", decisionReason: expect.stringMatching(/^not_found: alert dbdbdbdbdbdb0001: /) });
+    // Secure behaviour: Wendy still cannot read the incident nor the db-01 diagnosis report ...
+    const detail = await m.dispatcher.execute({ key: "get_incident_detail", params: { id: fp }, caller: wendy });
+    expect(detail.result?.error?.code, `wendy (team=web) reads: ${JSON.stringify(detail.result?.output)}`).toBe("not_found");
+    // ... and the incident keeps its edge and its content.
+    const row = await createIncidentStore(m.database).get(fp);
+    expect(row?.edgeIds, "am-web (reach team=web) emptied the edges of a team=db incident").toEqual(["db-01"]);
+    expect(row?.alertname).toBe("PgDown");
+    expect(row?.annotations).toEqual({ summary: "postgres down on db-01" });
+  });
+
+  it("a webhook user cannot resolve an incident on an edge outside its reach", async () => {
+    const fp = "dbdbdbdbdbdb0002";
+    const b = { startsAt: "2026-02-01T11:00:00Z", generatorURL: "", fingerprint: fp, labels: { alertname: "DiskFull", instance: "db-01:9100" }, annotations: {} };
+    expect((await post("/hooks/alertmanager", payload([{ ...b, status: "firing", endsAt: "0001-01-01T00:00:00Z" }]), amDb)).status).toBe(200);
+    await post("/hooks/alertmanager", payload([{ ...b, status: "resolved", endsAt: "2026-02-01T11:01:00Z" }]), amWeb);
+    expect((await createIncidentStore(m.database).get(fp))?.status, "am-web resolved a team=db incident").toBe("firing");
+    // Its own team's webhook user still resolves it.
+    const res = await post("/hooks/alertmanager", payload([{ ...b, status: "resolved", endsAt: "2026-02-01T11:02:00Z" }]), amDb);
+    expect(((await res.json()) as any).incidents[0]).toMatchObject({ status: "resolved", edge_ids: ["db-01"] });
+  });
+
+  it("a webhook user updating an incident it may touch keeps the incident's edges outside its reach, and its answer names only its own", async () => {
+    const fp = "webdb0000000003";
+    // The unlimited Alertmanager user reports an incident on web-01 (instance) and db-01 (host, by hostname).
+    let res = await post("/hooks/alertmanager", payload([base(fp, { labels: { alertname: "Latency", instance: "web-01:9100", host: "db-01.internal" }, annotations: {} })]));
+    expect(((await res.json()) as any).incidents[0].edge_ids).toEqual(["web-01", "db-01"]);
+    // team web's webhook user updates it naming nothing: db-01 stays (web-01 is its own to drop).
+    res = await post("/hooks/alertmanager", payload([base(fp, { labels: { alertname: "Latency", instance: "elsewhere:9100" }, annotations: { summary: "p99 high" } })]), amWeb);
+    expect(((await res.json()) as any).incidents[0]).toMatchObject({ status: "firing", edge_ids: [] });
+    const row = await createIncidentStore(m.database).get(fp);
+    expect(row?.edgeIds, "am-web dropped db-01, outside its reach").toEqual(["db-01"]);
+    expect(row?.summary).toBe("p99 high");
+    // team db's Tina still sees it; the unlimited user may still rewrite its edges as before.
+    expect((await tool("query_incidents", { since: "3650d" }, { userId: "tina", role: "operator", reach: ["team=db"] })).incidents.map((i: any) => i.id)).toContain(row!.id);
+    res = await post("/hooks/alertmanager", payload([base(fp, { labels: { alertname: "Latency", instance: "web-01:9100" }, annotations: {} })]));
+    expect(((await res.json()) as any).incidents[0].edge_ids).toEqual(["web-01"]);
+  });
+});
+
 describeBothBackends("the incident store", (backend) => {
   let database: Database;
   beforeAll(async () => {
@@ -331,5 +404,22 @@ describeBothBackends("the incident store", (backend) => {
     const t3 = new Date("2026-01-31T12:30:00Z");
     const resolved = await store.recordAlert({ ...base, status: "resolved", startsAt: t2, endsAt: t3 }, []);
     expect(resolved).toMatchObject({ stale: false, incident: { status: "resolved", startsAt: t2, endsAt: t3 } });
+  });
+
+  it("refuses a poster with a limited reach an incident on none of its edges, and keeps the edges it cannot see", async () => {
+    const store = createIncidentStore(database);
+    const t0 = new Date("2026-02-01T10:00:00Z");
+    const a = { status: "firing" as const, labels: { alertname: "PgDown" }, annotations: { summary: "down" }, generatorUrl: "", fingerprint: "fp-reach", startsAt: t0 };
+    await store.recordAlert(a, ["db-01"]);
+    const webOnly = { visible: (id: string) => id === "web-01" };
+    // Outside its reach: refused, in every state change, and nothing is written.
+    expect(await store.recordAlert({ ...a, labels: { alertname: "Hijacked" } }, [], webOnly)).toEqual({ refused: true });
+    expect(await store.recordAlert({ ...a, status: "resolved", endsAt: new Date("2026-02-01T10:05:00Z") }, [], webOnly)).toEqual({ refused: true });
+    expect(await store.get("fp-reach")).toMatchObject({ status: "firing", alertname: "PgDown", edgeIds: ["db-01"] });
+    // Once it names an edge in reach it may be updated, and keeps db-01.
+    await store.recordAlert(a, ["db-01", "web-01"]);
+    const r = await store.recordAlert({ ...a, annotations: { summary: "slow" } }, [], webOnly);
+    expect(r).toMatchObject({ incident: { summary: "slow", edgeIds: ["db-01"] } });
+    expect((await store.get("fp-reach"))?.edgeIds).toEqual(["db-01"]);
   });
 });

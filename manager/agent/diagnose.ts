@@ -65,6 +65,13 @@ export interface DiagnoseInput {
   signal?: AbortSignal;
   /** A tool call that needs approval waits for it (bounded by the session's time) instead of telling the model it has not run. */
   waitForApproval?: boolean;
+  /**
+   * Layer 0 inherited from a parent (F3): the allowed_tools of the playbook the session was started
+   * under (an agent_tool worker of a session under a playbook). Every tool listed to the model and
+   * every call is then limited to what both it and the session's own playbook allow; read-only
+   * tools stay exempt, guardrail tools must be in both.
+   */
+  whitelist?: readonly string[];
 }
 
 /** Condenses a long tool message deterministically (analyze_output's first stage). */
@@ -147,8 +154,11 @@ export function createAgent(deps: AgentDeps) {
       }
       const playbook = deps.playbooks.get(decision.skillName) ?? deps.playbooks.get("generic_oncall")!;
       const agentCaller = systemCaller(input.user);
-      const offered = new Map(bridgeTools(deps, { caller: agentCaller, mode: input.mode, playbook: playbook.name }).map((t) => [t.skill.meta.key, t]));
-      const evidence = createEvidence({ dispatcher: deps.dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: model ? modelCondenser(model, text, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
+      const { whitelist } = input;
+      const offered = new Map(bridgeTools(deps, { caller: agentCaller, mode: input.mode, playbook: playbook.name, ...(whitelist ? { whitelist } : {}) }).map((t) => [t.skill.meta.key, t]));
+      // An inherited whitelist goes with every call too: the gate intersects it with the playbook's.
+      const dispatcher: Pick<Dispatcher, "execute" | "refuse"> = whitelist ? { execute: (call) => deps.dispatcher.execute({ ...call, whitelist }), refuse: (call, err) => deps.dispatcher.refuse({ ...call, whitelist }, err) } : deps.dispatcher;
+      const evidence = createEvidence({ dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: model ? modelCondenser(model, text, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
 
       if (model) {
         const events = runModelPath({ model, playbooks: deps.playbooks, playbook, text, edgeId, offered, evidence, limits: deps.limits, deadline, signal: bounded, log: deps.log });
@@ -210,7 +220,12 @@ export function createAgent(deps: AgentDeps) {
     return (await deps.sessions.get(id))?.userId;
   }
 
-  return { diagnose, sessionOwner };
+  /** A loaded playbook's allowed_tools (what a worker started under it inherits), or undefined for an unknown name. */
+  function allowedTools(playbook: string): readonly string[] | undefined {
+    return deps.playbooks.get(playbook)?.allowedTools;
+  }
+
+  return { diagnose, sessionOwner, allowedTools };
 }
 
 /** The agent's interface. */

@@ -32,6 +32,8 @@ export interface ToolScope {
   caller: Caller;
   mode?: PermissionMode;
   playbook?: string;
+  /** Layer 0 inherited from a parent session's playbook; intersected with `playbook`'s allowed_tools by the gate. */
+  whitelist?: readonly string[];
 }
 
 /** OpenAI function names: letters, digits, _ and -, at most 64; skill keys always are. */

@@ -19,6 +19,22 @@ export interface Recorded {
   stale: boolean;
 }
 
+/** An alert refused because its fingerprint names an incident the poster may not touch: nothing was changed. */
+export interface Refused {
+  refused: true;
+}
+
+/** How an alert is recorded. */
+export interface RecordOptions {
+  now?: Date;
+  /**
+   * The poster's reach over edges (G4), undefined when unlimited. An existing incident that names
+   * edges, none of them visible, is not the poster's: the alert is refused and nothing changes.
+   * An incident the poster may touch keeps its stored edges outside the poster's reach.
+   */
+  visible?: (edgeId: string) => boolean;
+}
+
 /** Filters of query_incidents; all optional. */
 export interface IncidentFilter {
   status?: "firing" | "resolved";
@@ -40,8 +56,16 @@ export function createIncidentStore(database: Database) {
     return (await db.select().from(incidents).where(eq(incidents.fingerprint, fp)))[0];
   }
 
-  /** Records one alert: inserts, updates, resolves or reopens its incident. */
-  async function recordAlert(a: AlertIn, edgeIds: string[], now = new Date()): Promise<Recorded> {
+  /**
+   * Records one alert: inserts, updates, resolves or reopens its incident. With `visible` (a poster
+   * whose reach is limited), an incident naming edges none of which is visible is refused
+   * unchanged, and an update keeps the incident's edges the poster cannot see.
+   */
+  async function recordAlert(a: AlertIn, edgeIds: string[], opts?: RecordOptions & { visible?: undefined }): Promise<Recorded>;
+  async function recordAlert(a: AlertIn, edgeIds: string[], opts: RecordOptions): Promise<Recorded | Refused>;
+  async function recordAlert(a: AlertIn, edgeIds: string[], opts: RecordOptions = {}): Promise<Recorded | Refused> {
+    const now = opts.now ?? new Date();
+    const { visible } = opts;
     const fields = {
       alertname: (a.labels.alertname ?? "").slice(0, 200),
       severity: (a.labels.severity ?? "").slice(0, 64),
@@ -53,6 +77,7 @@ export function createIncidentStore(database: Database) {
       updatedAt: now,
     };
     for (let attempt = 0; attempt < 2; attempt++) {
+      fields.edgeIds = edgeIds;
       const existing = await byFingerprint(a.fingerprint);
       if (!existing) {
         const row = {
@@ -69,6 +94,13 @@ export function createIncidentStore(database: Database) {
         if (ins.length) return { incident: ins[0], opened: a.status === "firing", stale: false };
         continue; // another post inserted it meanwhile: update that one
       }
+      if (visible && existing.edgeIds.length && !existing.edgeIds.some(visible)) return { refused: true };
+      // Only edges the poster can see are its to replace; the others stay (an incident with fewer
+      // edges is visible to more callers, one with none to everyone). The update applies only to
+      // the edges checked here: changed meanwhile by another post, it looks again.
+      const kept = visible ? existing.edgeIds.filter((id) => !visible(id) && !edgeIds.includes(id)) : [];
+      fields.edgeIds = [...edgeIds, ...kept];
+      const sameEdges = visible ? sql`${incidents.edgeIds} = ${JSON.stringify(existing.edgeIds)}::jsonb` : undefined;
       if (a.status === "resolved") {
         // A resolved notification of an earlier occurrence (Alertmanager retries, HA peers) arriving after
         // the incident reopened: resolving now would end the new occurrence before it started.
@@ -76,9 +108,9 @@ export function createIncidentStore(database: Database) {
         const upd = await db
           .update(incidents)
           .set({ ...fields, status: "resolved", endsAt: a.endsAt ?? now })
-          .where(and(eq(incidents.id, existing.id), lte(incidents.startsAt, a.startsAt)))
+          .where(and(eq(incidents.id, existing.id), lte(incidents.startsAt, a.startsAt), sameEdges))
           .returning();
-        if (!upd.length) continue; // reopened by a concurrent post meanwhile: look again
+        if (!upd.length) continue; // reopened (or its edges changed) by a concurrent post meanwhile: look again
         return { incident: upd[0], opened: false, stale: false };
       }
       if (existing.status === "resolved") {
@@ -87,15 +119,18 @@ export function createIncidentStore(database: Database) {
         const upd = await db
           .update(incidents)
           .set({ ...fields, status: "firing", startsAt: a.startsAt, endsAt: null, sessionId: "" })
-          .where(and(eq(incidents.id, existing.id), eq(incidents.status, "resolved")))
+          .where(and(eq(incidents.id, existing.id), eq(incidents.status, "resolved"), sameEdges))
           .returning();
         if (!upd.length) continue; // reopened by a concurrent post
         return { incident: upd[0], opened: true, stale: false };
       }
-      const upd = await db.update(incidents).set({ ...fields, status: "firing", endsAt: null }).where(eq(incidents.id, existing.id)).returning();
+      const upd = await db.update(incidents).set({ ...fields, status: "firing", endsAt: null }).where(and(eq(incidents.id, existing.id), sameEdges)).returning();
+      if (!upd.length) continue; // its edges changed meanwhile: look again
       return { incident: upd[0], opened: false, stale: false };
     }
-    return { incident: (await byFingerprint(a.fingerprint))!, opened: false, stale: false };
+    const last = (await byFingerprint(a.fingerprint))!;
+    if (visible && last.edgeIds.length && !last.edgeIds.some(visible)) return { refused: true };
+    return { incident: last, opened: false, stale: false };
   }
 
   return {

@@ -13,9 +13,10 @@ import { OngridError } from "../../skill/errors.ts";
 import { redact, redactString } from "../../skill/redact.ts";
 import { auditRecord } from "../audit/types.ts";
 import type { Caller } from "../dispatch/dispatch.ts";
-import { reaches } from "../identity/reach.ts";
+import { isLimited, reaches } from "../identity/reach.ts";
 import { roleAtLeast, type Role } from "../identity/store.ts";
 import { edgeCandidates, parseAlertmanagerPayload, type AlertIn } from "../incidents/alertmanager.ts";
+import { edgeVisibility } from "../incidents/changes.ts";
 import { createIncidentStore, type IncidentRow } from "../incidents/store.ts";
 import { calendarProblem } from "../incidents/time.ts";
 import { runDiagnosisTask, tasksOf } from "../agent/tasks.ts";
@@ -111,18 +112,41 @@ export function createHookRoutes(core: Core): HttpRoute {
     return [...out];
   }
 
-  /** POST /hooks/alertmanager: records each alert; a new firing incident may start a diagnosis. */
-  async function alertmanager(body: unknown, caller: Caller): Promise<{ status: number; body: unknown; log: Record<string, unknown> }> {
+  /**
+   * POST /hooks/alertmanager: records each alert; a new firing incident may start a diagnosis. A
+   * poster whose reach is limited (G4) may not touch an incident that names edges none of which it
+   * reaches: that alert is refused in the answer (not_found, like an edge outside its reach),
+   * audited, and changes nothing; an incident it may touch keeps its edges outside the poster's reach.
+   */
+  async function alertmanager(body: unknown, caller: Caller, path: string): Promise<{ status: number; body: unknown; log: Record<string, unknown> }> {
     const alerts = parseAlertmanagerPayload(body);
     const index = await edgeIndex(caller);
-    const out = [];
+    // The same rule as the incident tools: unlimited reach sees every edge.
+    const visible = isLimited(caller) ? await edgeVisibility(core.edges, caller) : undefined;
+    const out: Array<Record<string, unknown> & { opened?: boolean; diagnosis?: string; error?: unknown }> = [];
+    let refused = 0;
     for (const a of alerts) {
-      const r = await store.recordAlert(a, resolveEdges(index, a.labels));
+      const r = await store.recordAlert(a, resolveEdges(index, a.labels), { visible });
+      if ("refused" in r) {
+        refused++;
+        const error = { code: "not_found", message: `alert ${a.fingerprint.slice(0, 64)}: no incident with this fingerprint is in your reach; nothing was changed`, hint: "Post alerts of the edges in your reach; an incident on other edges is theirs to update." };
+        out.push({ fingerprint: a.fingerprint, error });
+        log.warn({ hook: "hooks.alertmanager", user: caller.userId, fingerprint: a.fingerprint.slice(0, 64) }, "webhook: alert refused: its incident is outside the poster's reach");
+        await audit
+          .append(auditRecord({ toolName: "hooks.alertmanager", args: { path, fingerprint: a.fingerprint.slice(0, 64) }, error: `not_found: ${error.message}`, callerUserId: caller.userId, callerRole: caller.role, decision: "deny", decisionReason: `not_found: ${error.message}` }))
+          .catch((auditErr: unknown) => log.error({ err: (auditErr as Error)?.message }, "webhook: could not audit a refused alert"));
+        continue;
+      }
       const diagnosis = r.opened && config.incidents.auto_diagnose ? startDiagnosis(r.incident, a, caller) : undefined;
-      out.push({ id: r.incident.id, fingerprint: r.incident.fingerprint, status: r.incident.status, opened: r.opened, ...(r.stale ? { stale: true } : {}), edge_ids: r.incident.edgeIds, ...(diagnosis ? { diagnosis } : {}) });
+      const edgeIds = visible ? r.incident.edgeIds.filter(visible) : r.incident.edgeIds;
+      out.push({ id: r.incident.id, fingerprint: r.incident.fingerprint, status: r.incident.status, opened: r.opened, ...(r.stale ? { stale: true } : {}), edge_ids: edgeIds, ...(diagnosis ? { diagnosis } : {}) });
     }
     const skipped = out.filter((o) => o.diagnosis?.startsWith("skipped")).length;
-    return { status: 200, body: { accepted: out.length, incidents: out }, log: { alerts: out.length, opened: out.filter((o) => o.opened).length, ...(skipped ? { diagnoses_skipped: skipped } : {}) } };
+    return {
+      status: 200,
+      body: { accepted: out.length - refused, ...(refused ? { refused } : {}), incidents: out },
+      log: { alerts: alerts.length, opened: out.filter((o) => o.opened).length, ...(skipped ? { diagnoses_skipped: skipped } : {}), ...(refused ? { refused } : {}) },
+    };
   }
 
   /**
@@ -242,7 +266,7 @@ export function createHookRoutes(core: Core): HttpRoute {
       if (!roleAtLeast(who.role, HOOK_ROLE)) throw new HookError(403, "permission_denied", `${route.name} needs role ${HOOK_ROLE} or above; "${who.userId}" is ${who.role}`, "Post with the token of a user with role operator (e.g. a dedicated alertmanager user).");
       const body = await readBody(req, cap);
       if (!body) throw new HookError(413, "resource_exhausted", `body: is larger than ${cap} bytes (rule: server.max_request_bytes)`, "Send fewer alerts per post (Alertmanager: max_alerts in webhook_configs) or raise server.max_request_bytes.");
-      const out = await route.act(parseJson(body), who);
+      const out = await route.act(parseJson(body), who, (req.url ?? "").split("?")[0]);
       send(res, out.status, out.body);
       log.info({ hook: route.name, user: who.userId, status: out.status, ...out.log }, "webhook post accepted");
     } catch (err) {

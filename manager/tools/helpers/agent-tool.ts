@@ -4,7 +4,10 @@
  * user (an agent's call: as the user the agent acts for), in the caller's permission mode, with
  * the agent's usual bounds (agent.max_steps, agent.max_duration) and this call's deadline; it is
  * a task task_stop can stop. Bounded: a worker cannot start workers, and a user runs at most
- * MAX_WORKERS_PER_USER at once.
+ * MAX_WORKERS_PER_USER at once. A worker inherits the calling playbook's whitelist (F3): called
+ * under a playbook, the worker routes to a playbook of its own, but its tools and calls are limited
+ * to what both that playbook and the caller's allow (agent_tool, safe, is offered under every
+ * playbook; without this a worker would route itself to one that allows more).
  */
 import { OngridError, SkillError } from "../../../skill/errors.ts";
 import { defineBaseTool } from "../define.ts";
@@ -29,7 +32,7 @@ export function createAgentTool(deps: BaseToolDeps) {
     key: "agent_tool",
     name: "Start a worker agent",
     description:
-      "Start a worker: a separate diagnosis session (router, playbook, gated tools, report, verifier) for one sub-question, wait for it and return its report. Use when an investigation splits into an independent question — e.g. \"is the database on db-01 healthy?\" while diagnosing web-01 — that deserves its own playbook. The worker runs as your user with the same permissions; it cannot start workers itself; this call's deadline bounds it, and task_stop stops it.",
+      "Start a worker: a separate diagnosis session (router, playbook, gated tools, report, verifier) for one sub-question, wait for it and return its report. Use when an investigation splits into an independent question — e.g. \"is the database on db-01 healthy?\" while diagnosing web-01 — that deserves its own playbook. The worker runs as your user with the same permissions and within your playbook's allowed tools; it cannot start workers itself; this call's deadline bounds it, and task_stop stops it.",
     class: "safe",
     category: "agent",
     schema: {
@@ -60,6 +63,12 @@ export function createAgentTool(deps: BaseToolDeps) {
         throw new SkillError("invalid_argument", `agent_tool: session ${inv.sessionId} is itself a worker, and a worker cannot start workers (rule: depth 1)`, "Answer the sub-question with your own tools, or report what is missing.");
       }
       const user = userOf(inv.caller);
+      // Layer 0 goes with the worker: the allowed_tools of the playbook this call runs under.
+      let whitelist: readonly string[] | undefined;
+      if (inv.playbook) {
+        whitelist = agent.allowedTools(inv.playbook);
+        if (!whitelist) throw new SkillError("failed_precondition", `agent_tool: the playbook "${inv.playbook.slice(0, 64)}" this call runs under is not loaded, so a worker cannot inherit its allowed_tools`, "ListPlaybooks shows the loaded playbooks; call again under one of them.");
+      }
       // The place is taken before the first await: a worker registers only once its session row is
       // written, so a count of the registered ones alone lets concurrent calls all pass.
       const slot = registry.reserve("worker", MAX_WORKERS_PER_USER, user.userId);
@@ -71,7 +80,7 @@ export function createAgentTool(deps: BaseToolDeps) {
       try {
         out = await runDiagnosisTask(
           { agent, database: deps.database },
-          { kind: "worker", parentSessionId: inv.sessionId, input: { text: p.question, user, edgeId: p.edge_id, mode: inv.mode }, signal: ctx.signal, slot },
+          { kind: "worker", parentSessionId: inv.sessionId, input: { text: p.question, user, edgeId: p.edge_id, mode: inv.mode, ...(whitelist ? { whitelist } : {}) }, signal: ctx.signal, slot },
           (id) => void deps.log.info({ worker: id, parent: inv.sessionId, user: user.userId }, "agent_tool: worker started"),
         );
       } catch (err) {
@@ -88,6 +97,7 @@ export function createAgentTool(deps: BaseToolDeps) {
         status: out.status,
         message: out.message,
         playbook: out.playbook,
+        ...(inv.playbook ? { within_playbook: inv.playbook } : {}),
         path: out.path,
         report: out.report,
         ...(out.verdict ? { verdict: out.verdict } : {}),
