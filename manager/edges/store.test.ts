@@ -39,7 +39,7 @@ describeBothBackends("edge store presence", (backend) => {
     expect((await store.get("gone"))?.lastSeenAt).toEqual(seen);
   });
 
-  it("takes 1,200 edges' hellos in one go and reads their credentials in one call", async () => {
+  it("takes 1,200 edges' hellos in one go, and answers 1,200 credential and token lookups of one tick", async () => {
     const db = await backend.open();
     const store = createEdgeStore(db, "mgr-1");
     const ids = Array.from({ length: 1200 }, (_, i) => `bulk-${i}`);
@@ -50,10 +50,17 @@ describeBothBackends("edge store presence", (backend) => {
     expect(rows.filter((r) => r.online)).toHaveLength(1200);
     expect(rows.find((r) => r.id === "bulk-777")).toMatchObject({ version: "bulk-777" });
     await store.revoke("bulk-5");
-    const creds = await store.credentials([...ids, "no-such-edge"]);
-    expect(creds.size).toBe(1200);
-    expect(creds.get("bulk-5")?.revokedAt).toBeInstanceOf(Date);
-    expect(creds.get("bulk-6")).toEqual({ id: "bulk-6", tokenHash: expect.stringMatching(/^[0-9a-f]{64}$/), revokedAt: null });
-    expect(await store.authenticate(tokens.get("bulk-6")!)).toEqual(creds.get("bulk-6"));
+    // All asked in the same tick: batched (more than one chunk of 1,000), each answered for its own key.
+    const creds = await Promise.all([...ids, "no-such-edge"].map((id) => store.credential(id)));
+    expect(creds.at(-1)).toBeUndefined();
+    expect(creds.slice(0, -1).map((c) => c?.id)).toEqual(ids);
+    expect(creds[5]?.revokedAt).toBeInstanceOf(Date);
+    expect(creds[6]).toEqual({ id: "bulk-6", tokenHash: expect.stringMatching(/^[0-9a-f]{64}$/), revokedAt: null });
+    const authed = await Promise.allSettled(ids.map((id) => store.authenticate(tokens.get(id)!)));
+    expect(authed.filter((a) => a.status === "fulfilled").map((a) => (a as PromiseFulfilledResult<{ id: string }>).value.id)).toEqual(ids.filter((id) => id !== "bulk-5"));
+    expect((authed[5] as PromiseRejectedResult).reason.message).toBe("edge token is unknown or revoked");
+    await expect(store.authenticate("ogt_not-a-token")).rejects.toThrow("edge token is unknown or revoked");
+    // A windowed lookup (the hub's periodic re-checks) is answered too.
+    expect(await store.credential("bulk-7", 50)).toMatchObject({ id: "bulk-7", revokedAt: null });
   });
 });

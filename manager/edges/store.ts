@@ -47,6 +47,16 @@ export interface Presence {
 export function createEdgeStore(database: Database, managerId: string) {
   const { db } = database;
   const presence = createPresenceWriter(database, managerId);
+  // Token lookups, batched like the hub's re-checks: the edges dialling in the same tick (a fleet
+  // reconnecting after a restart) are looked up in one query per 1,000.
+  const tokens = batched<string, EdgeCredential | undefined>(async (hashes) => {
+    const rows = await db.select(CREDENTIAL).from(edges).where(inArray(edges.tokenHash, hashes));
+    return new Map(rows.map((r) => [r.tokenHash, r]));
+  });
+  const byId = batched<string, EdgeCredential>(async (ids) => {
+    const rows = await db.select(CREDENTIAL).from(edges).where(inArray(edges.id, ids));
+    return new Map(rows.map((r) => [r.id, r]));
+  });
   return {
     /** Creates the edge or rotates its token; the token is returned once and stored hashed. */
     async enroll(id: string): Promise<{ id: string; token: string; rotated: boolean }> {
@@ -72,11 +82,9 @@ export function createEdgeStore(database: Database, managerId: string) {
      * which ids exist). Tokens are 256 random bits, so looking them up by hash leaks nothing.
      */
     async authenticate(token: string): Promise<EdgeCredential> {
-      const fail = () => new OngridError("unauthenticated", "edge token is unknown or revoked", "enroll the edge again with `ongrid edge enroll ID` and use the new token");
-      if (!token.startsWith(TOKEN_PREFIX)) throw fail();
-      const hash = hashToken(token);
-      const [row] = await db.select(CREDENTIAL).from(edges).where(eq(edges.tokenHash, hash));
-      if (!row || row.revokedAt) throw fail();
+      if (!token.startsWith(TOKEN_PREFIX)) throw tokenRefused();
+      const row = await tokens.lookup(hashToken(token));
+      if (!row || row.revokedAt) throw tokenRefused();
       return row;
     },
 
@@ -86,11 +94,12 @@ export function createEdgeStore(database: Database, managerId: string) {
       return row;
     },
 
-    /** The credentials of many edges in one query (the hub's periodic re-check of live edges). */
-    async credentials(ids: string[]): Promise<Map<string, EdgeCredential>> {
-      if (!ids.length) return new Map();
-      const rows = await db.select(CREDENTIAL).from(edges).where(inArray(edges.id, ids));
-      return new Map(rows.map((r) => [r.id, r]));
+    /**
+     * One edge's credentials, batched with the other lookups of the same tick (or, with
+     * `withinMs`, of that window: the hub's periodic re-checks of live edges).
+     */
+    credential(id: string, withinMs = 0): Promise<EdgeCredential | undefined> {
+      return byId.lookup(id, withinMs);
     },
 
     async list(): Promise<EdgeRow[]> {
@@ -115,6 +124,57 @@ export function createEdgeStore(database: Database, managerId: string) {
     /** At start: edges this manager held when it stopped are not online any more. */
     async resetPresence(): Promise<void> {
       await db.update(edges).set({ online: false }).where(eq(edges.managerId, managerId));
+    },
+  };
+}
+
+const tokenRefused = () => new OngridError("unauthenticated", "edge token is unknown or revoked", "enroll the edge again with `ongrid edge enroll ID` and use the new token");
+
+/** Keys one batched lookup reads. */
+const LOOKUP_CHUNK = 1000;
+
+/**
+ * Batches lookups by key: every lookup waiting when a read starts is answered by one `read` per
+ * 1,000 distinct keys. A lookup asks for a read in the next tick, or (`withinMs`) within that
+ * long, gathering the lookups of that window. A failed read rejects the lookups it carried.
+ */
+function batched<K, V>(read: (keys: K[]) => Promise<Map<K, V>>) {
+  let waiting = new Map<K, Array<{ resolve(v: V | undefined): void; reject(err: Error): void }>>();
+  let soon = false;
+  let later: NodeJS.Timeout | undefined;
+  async function flush(): Promise<void> {
+    soon = false;
+    clearTimeout(later);
+    later = undefined;
+    const batch = waiting;
+    waiting = new Map();
+    const keys = [...batch.keys()];
+    for (let i = 0; i < keys.length; i += LOOKUP_CHUNK) {
+      const chunk = keys.slice(i, i + LOOKUP_CHUNK);
+      try {
+        const found = await read(chunk);
+        for (const k of chunk) for (const w of batch.get(k)!) w.resolve(found.get(k));
+      } catch (err) {
+        for (const k of chunk) for (const w of batch.get(k)!) w.reject(err as Error);
+      }
+    }
+  }
+  return {
+    lookup(key: K, withinMs = 0): Promise<V | undefined> {
+      return new Promise((resolve, reject) => {
+        let list = waiting.get(key);
+        if (!list) waiting.set(key, (list = []));
+        list.push({ resolve, reject });
+        if (withinMs <= 0) {
+          if (!soon) {
+            soon = true;
+            setImmediate(() => void flush());
+          }
+        } else if (!soon && !later) {
+          later = setTimeout(() => void flush(), withinMs);
+          later.unref();
+        }
+      });
     },
   };
 }

@@ -27,8 +27,6 @@ const AUTH_TIMEOUT_MS = 10_000;
 const RECHECK_EVERY_TICKS = 12;
 /** Periodic token re-checks of live edges are gathered this long into one query. */
 const RECHECK_BATCH_MS = 1000;
-/** Edges whose credentials one query reads. */
-const CHECK_CHUNK = 1000;
 /** Skills one edge may offer. */
 const MAX_SKILLS_PER_EDGE = 1000;
 
@@ -124,10 +122,6 @@ function envelopeFrom(r: SkillResult | undefined, edgeId: string, capBytes: numb
 export function createHub(opts: HubOptions) {
   const { store, log } = opts;
   const sessions = new Map<string, LiveSession>();
-  /** Token checks waiting for the next batched read (stillValid). */
-  const checks = new Map<string, Array<{ tokenHash: string; resolve(ok: boolean): void; reject(e: Error): void }>>();
-  let checkSoon = false;
-  let checkLater: NodeJS.Timeout | undefined;
   /** How many connected edges offer each skill key: "does any edge offer K" in O(1) (asked on every call by /metrics). */
   const offerCount = new Map<string, number>();
   const countOffers = (skills: ReadonlyMap<string, Skill>, delta: 1 | -1) => {
@@ -337,44 +331,13 @@ export function createHub(opts: HubOptions) {
   }
 
   /**
-   * Whether an edge's token is still the enrolled, unrevoked one. Checks are batched: one query
-   * reads the credentials of every edge waiting (welcomes in the same tick; periodic re-checks
-   * gathered over RECHECK_BATCH_MS), so 10,000 edges cost a few queries, not 10,000.
+   * Whether an edge's token is still the enrolled, unrevoked one. The store batches the reads:
+   * welcomes of the same tick share one query, periodic re-checks are gathered over
+   * RECHECK_BATCH_MS, so 10,000 edges cost a few queries, not 10,000.
    */
-  function stillValid(edgeId: string, tokenHash: string, urgent = true): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      let waiting = checks.get(edgeId);
-      if (!waiting) checks.set(edgeId, (waiting = []));
-      waiting.push({ tokenHash, resolve, reject });
-      if (urgent && !checkSoon) {
-        checkSoon = true;
-        setImmediate(flushChecks);
-      } else if (!urgent && !checkLater) {
-        checkLater = setTimeout(flushChecks, RECHECK_BATCH_MS);
-        checkLater.unref();
-      }
-    });
-  }
-
-  async function flushChecks(): Promise<void> {
-    checkSoon = false;
-    clearTimeout(checkLater);
-    checkLater = undefined;
-    const batch = new Map(checks);
-    checks.clear();
-    const ids = [...batch.keys()];
-    for (let i = 0; i < ids.length; i += CHECK_CHUNK) {
-      const chunk = ids.slice(i, i + CHECK_CHUNK);
-      try {
-        const rows = await withTimeout(store.credentials(chunk), AUTH_TIMEOUT_MS);
-        for (const id of chunk) {
-          const row = rows.get(id);
-          for (const w of batch.get(id)!) w.resolve(Boolean(row && !row.revokedAt && row.tokenHash === w.tokenHash));
-        }
-      } catch (err) {
-        for (const id of chunk) for (const w of batch.get(id)!) w.reject(err as Error);
-      }
-    }
+  async function stillValid(edgeId: string, tokenHash: string, urgent = true): Promise<boolean> {
+    const row = await withTimeout(store.credential(edgeId, urgent ? 0 : RECHECK_BATCH_MS), AUTH_TIMEOUT_MS);
+    return Boolean(row && !row.revokedAt && row.tokenHash === tokenHash);
   }
 
   /** Runs a host skill on a connected edge; rejects with unavailable / deadline_exceeded / cancelled. */
