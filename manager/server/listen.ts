@@ -52,6 +52,7 @@ export interface Listener {
   close(): Promise<void>;
 }
 
+const EMPTY = Buffer.alloc(0);
 const PREFACE = Buffer.from("PRI * HTTP/2.0");
 /** A connection must send its first bytes within this time. */
 const FIRST_BYTES_MS = 30_000;
@@ -98,7 +99,7 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
       // A connection that sends nothing is closed; one that does is handed over once its first
       // bytes tell the HTTP/2 preface from an HTTP/1.1 request line.
       socket.setTimeout(FIRST_BYTES_MS, () => socket.destroy());
-      let head = Buffer.alloc(0);
+      let head = EMPTY;
       const onData = (chunk: Buffer) => {
         head = Buffer.concat([head, chunk]);
         const n = Math.min(head.length, PREFACE.length);
@@ -107,7 +108,11 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
         socket.off("data", onData);
         socket.pause();
         socket.setTimeout(0);
-        socket.unshift(head);
+        // Drop our reference: this closure lives as long as the socket (its error handler shares
+        // it), and the first bytes of an edge's tunnel hold its whole hello (≈21 KB an edge).
+        const first = head;
+        head = EMPTY;
+        socket.unshift(first);
         (prefixMatches ? h2 : h1).emit("connection", socket);
         process.nextTick(() => socket.resume());
       };
