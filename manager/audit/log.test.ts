@@ -186,6 +186,31 @@ describeBothBackends("audit log", (backend) => {
     expect(await a.verify()).toMatchObject({ ok: true, rowsChecked: 200 });
   });
 
+  test("2,600 concurrent appends go out in several batches with an intact chain", async () => {
+    const audit = createAuditLog(await backend.open());
+    const rows = await Promise.all(Array.from({ length: 2600 }, (_, i) => audit.append(rec({ sessionId: `p${i}` }))));
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 2600 }, (_, i) => i + 1));
+    for (let i = 1; i < rows.length; i++) expect(rows[i]!.prevHash).toBe(rows[i - 1]!.rowHash);
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 2600 });
+  });
+
+  test("two writers appending 2,100 rows each, in full batches, keep one linear chain", async () => {
+    const store = await backend.fresh();
+    const one = await store.open();
+    const two = backend.kind === "postgres" ? await store.open() : one;
+    const a = createAuditLog(one);
+    const b = createAuditLog(two);
+    const all = [];
+    for (let round = 0; round < 3; round++) {
+      all.push(...Array.from({ length: 700 }, () => a.append(rec({ sessionId: "a" }))));
+      all.push(...Array.from({ length: 700 }, () => b.append(rec({ sessionId: "b" }))));
+      await new Promise((r) => setImmediate(r));
+    }
+    const rows = await Promise.all(all);
+    expect(rows.map((r) => r.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: 4200 }, (_, i) => i + 1));
+    expect(await a.verify()).toMatchObject({ ok: true, rowsChecked: 4200 });
+  });
+
   async function tamperable(n: number) {
     const store = await backend.fresh();
     const audit = createAuditLog(await store.open());
