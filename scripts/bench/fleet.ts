@@ -32,7 +32,6 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { pino } from "pino";
 import { createClient } from "@connectrpc/connect";
@@ -51,6 +50,7 @@ import { unary } from "./lib/round-trip.ts";
 import { median } from "./lib/stats.ts";
 import { startWorker, type Worker } from "./lib/worker.ts";
 import { intFlag } from "./lib/flags.ts";
+import { createBenchDatabase, runBench } from "./lib/run.ts";
 import { enrollFleet, startFleet, type Fleet } from "../sim/fleet.ts";
 import { loadConfig } from "../../manager/config/load.ts";
 import { startManager } from "../../manager/main.ts";
@@ -108,26 +108,11 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
-/** A database of the run's own on the given PostgreSQL server. */
-async function createBenchDatabase(serverUrl: string): Promise<string> {
-  const name = `ongrid_bench_${randomBytes(4).toString("hex")}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database ${name}`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-  cleanups.push(async () => {
-    const again = postgres(serverUrl, { max: 1, onnotice: () => {} });
-    try {
-      await again.unsafe(`drop database if exists ${name} with (force)`);
-    } finally {
-      await again.end({ timeout: 5 });
-    }
-  });
-  const u = new URL(serverUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
+/** A database of the run's own on the given PostgreSQL server, dropped at cleanup. */
+async function benchDatabase(serverUrl: string): Promise<string> {
+  const db = await createBenchDatabase(serverUrl);
+  cleanups.push(() => db.drop());
+  return db.url;
 }
 
 /** A free loopback port (so a restarted manager can listen where its edges redial). */
@@ -215,7 +200,7 @@ function benchRecord(i: number): AuditRecord {
 }
 
 async function auditSection(serverUrl: string, n: number, rows: Row[], details: Record<string, unknown>): Promise<void> {
-  const url = await createBenchDatabase(serverUrl);
+  const url = await benchDatabase(serverUrl);
   log(`audit: ${n} rows through the audit log into PostgreSQL ${new URL(url).pathname.slice(1)} (all appended at once, as concurrent calls do)`);
   const database = await openDatabase({ databaseUrl: url, dataDir: "", log: pino({ level: "warn" }) });
   try {
@@ -308,7 +293,7 @@ async function throughputSection(url: string, adminToken: string, o: ReturnType<
   // The same load inside the manager: a manager in this process, its dispatcher called directly
   // (validated, gated, sent down the tunnel, audited; no RPC, no authentication).
   log(`throughput inside the manager: dispatcher.execute with ${o.concurrency} calls in flight for ${o.throughputMs / 1000} s (2 s warm-up), 10 simulated edges`);
-  const inDb = await createBenchDatabase(o.databaseUrl);
+  const inDb = await benchDatabase(o.databaseUrl);
   const inproc = await startManager(loadConfig({ env: {}, overrides: { "server.host": "127.0.0.1", "server.port": 0, data_dir: join(tmpdir(), `ongrid-bench-inproc-${process.pid}`), database_url: inDb, log_level: "warn" } }));
   let inClosed = false;
   cleanups.push(() => (inClosed ? undefined : inproc.close()));
@@ -465,7 +450,7 @@ async function main(): Promise<number> {
   if (o.only.has("audit")) await auditSection(o.databaseUrl, o.auditRows, rows, details);
 
   if (o.only.has("edge") || o.only.has("throughput") || o.only.has("fleet")) {
-    const databaseUrl = await createBenchDatabase(o.databaseUrl);
+    const databaseUrl = await benchDatabase(o.databaseUrl);
     const port = await freePort();
     const dataDir = join(work, "data");
     log(`starting the manager (own process, PostgreSQL ${new URL(databaseUrl).pathname.slice(1)}, port ${port})`);
@@ -495,26 +480,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-let interrupted = false;
-for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
-  process.on(sig, () => {
-    interrupted = true;
-    console.error(`bench: ${sig}, stopping every process it started`);
-    void cleanup().finally(() => process.exit(code));
-  });
-}
-const watchdog = setTimeout(() => {
-  console.error("bench: still running after 30 minutes; stopping everything");
-  void cleanup().finally(() => process.exit(1));
-}, 30 * 60_000);
-watchdog.unref();
-
-main()
-  .catch((err: Error) => {
-    if (!interrupted) console.error(`bench failed: ${err.stack ?? err}`);
-    return 1;
-  })
-  .then(async (code) => {
-    await cleanup();
-    process.exit(code);
-  });
+runBench(main, cleanup, 30);

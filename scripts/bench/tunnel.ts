@@ -15,8 +15,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { randomBytes } from "node:crypto";
-import postgres from "postgres";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -33,6 +31,7 @@ import { timeSequential, unary } from "./lib/round-trip.ts";
 import { median, quantile } from "./lib/stats.ts";
 import { pool, startWorker } from "./lib/worker.ts";
 import { intFlag } from "./lib/flags.ts";
+import { createBenchDatabase, runBench } from "./lib/run.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const HERE = import.meta.dirname;
@@ -74,30 +73,6 @@ function cleanup(): Promise<void> {
     await dropDatabase?.().catch((err: Error) => console.error(`bench: could not drop the bench database: ${err.message}`));
   })();
   return cleaning;
-}
-
-/** A database of the run's own on the given PostgreSQL server. */
-async function createBenchDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `ongrid_bench_${randomBytes(4).toString("hex")}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database ${name}`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-  const u = new URL(serverUrl);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    async drop() {
-      const again = postgres(serverUrl, { max: 1, onnotice: () => {} });
-      try {
-        await again.unsafe(`drop database if exists ${name} with (force)`);
-      } finally {
-        await again.end({ timeout: 5 });
-      }
-    },
-  };
 }
 
 const dbName = (url: string) => new URL(url).pathname.slice(1);
@@ -320,26 +295,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-let interrupted = false;
-for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
-  process.on(sig, () => {
-    interrupted = true;
-    console.error(`bench: ${sig}, stopping every process it started`);
-    void cleanup().finally(() => process.exit(code));
-  });
-}
-const watchdog = setTimeout(() => {
-  console.error("bench: still running after 15 minutes; stopping everything");
-  void cleanup().finally(() => process.exit(1));
-}, 15 * 60_000);
-watchdog.unref();
-
-main()
-  .catch((err: Error) => {
-    if (!interrupted) console.error(`bench failed: ${err.stack ?? err}`);
-    return 1;
-  })
-  .then(async (code) => {
-    await cleanup();
-    process.exit(code);
-  });
+runBench(main, cleanup, 15);
