@@ -39,6 +39,14 @@ interface Pending {
   reject(err: Error): void;
 }
 
+/** A batch chained onto a head and serialised, ready to insert. */
+interface Prepared {
+  batch: Pending[];
+  onto: { seq: number; rowHash: string };
+  rows: AuditRow[];
+  json: string;
+}
+
 /** Creates the audit log on an open database; appends are batched, one transaction per batch. */
 export function createAuditLog(database: Database, options: AuditLogOptions = {}): AuditLog {
   const { db } = database;
@@ -54,10 +62,30 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     });
   }
 
+  /**
+   * Writes the queue batch after batch, one insert in flight at a time. While an insert runs, the
+   * next batch is chained onto the rows it writes and serialised (hashing and JSON are most of a
+   * row's cost on the event loop), so the database and the event loop work at once. The prepared
+   * batch is used only if the head is still the one it was chained onto; after a failure or a
+   * re-chain it is prepared again.
+   */
   async function drain(): Promise<void> {
     // Yield once so appends made in the same tick join the first batch.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    while (queue.length > 0) await writeBatch(queue.splice(0, MAX_BATCH));
+    let next: Prepared | undefined;
+    while (queue.length > 0 || next) {
+      const current = next ?? (head ? prepare(queue.splice(0, MAX_BATCH), head) : undefined);
+      next = undefined;
+      const writing = current ? writeBatch(current.batch, current) : writeBatch(queue.splice(0, MAX_BATCH));
+      if (current && queue.length > 0) {
+        // A timer turn, so the insert is on the wire (a query takes several event-loop turns to go
+        // out; measured: with setImmediate it had not), then prepare the next batch meanwhile.
+        await new Promise<void>((resolve) => setTimeout(resolve, 0));
+        const last = current.rows[current.rows.length - 1]!;
+        next = prepare(queue.splice(0, MAX_BATCH), { seq: last.seq, rowHash: last.rowHash });
+      }
+      await writing;
+    }
   }
 
   /**
@@ -74,22 +102,31 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     return row ?? { seq: 0, rowHash: GENESIS_HASH };
   }
 
-  /** Writes one batch in one statement (one jsonb parameter) and settles its promises; never throws. */
-  async function writeBatch(batch: Pending[]): Promise<void> {
+  /** Chains a batch onto a head and serialises it for the insert (pure: a batch may be prepared again). */
+  function prepare(batch: Pending[], onto: { seq: number; rowHash: string }): Prepared {
+    const rows = chainBatch(onto, batch);
+    return { batch, onto, rows, json: JSON.stringify(rows.map(toInsertJson)) };
+  }
+
+  /**
+   * Writes one batch in one statement (one jsonb parameter) and settles its promises; never throws.
+   * `ready` is the batch prepared ahead, used when it was chained onto the current head.
+   */
+  async function writeBatch(batch: Pending[], ready?: Prepared): Promise<void> {
     let rows: AuditRow[] | undefined;
     try {
       for (let attempt = 0; !rows; attempt++) {
         head ??= await readHead();
-        const chained = chainBatch(head, batch);
+        const p = ready && ready.onto.seq === head.seq && ready.onto.rowHash === head.rowHash ? ready : prepare(batch, head);
+        ready = undefined;
         try {
-          await db.execute(
-            sql`insert into tool_calls (${INSERT_COLUMNS}) select ${INSERT_COLUMNS} from jsonb_to_recordset(${JSON.stringify(chained.map(toInsertJson))}::jsonb) as r(${RECORD_TYPES})`,
-          );
+          await db.execute(sql`insert into tool_calls (${INSERT_COLUMNS}) select ${INSERT_COLUMNS} from jsonb_to_recordset(${p.json}::jsonb) as r(${RECORD_TYPES})`);
         } catch (err) {
           head = null; // unknown after any failure: read it again
           if (!isSeqTaken(err) || attempt + 1 >= MAX_RECHAIN) throw err;
           continue;
         }
+        const chained = p.rows;
         rows = chained;
         const last = chained[chained.length - 1]!;
         head = { seq: last.seq, rowHash: last.rowHash };
