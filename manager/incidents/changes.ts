@@ -9,7 +9,7 @@ import type { Caller } from "../dispatch/dispatch.ts";
 import type { Database } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
 import type { EdgeStore } from "../edges/store.ts";
-import { reaches } from "../identity/reach.ts";
+import { isLimited, reaches } from "../identity/reach.ts";
 import { roleAtLeast } from "../identity/store.ts";
 import type { IncidentStore } from "./store.ts";
 
@@ -61,21 +61,21 @@ export function effectiveRole(c: Caller): string {
   return c.role === "system" ? (c.onBehalfRole ?? "viewer") : c.role;
 }
 
-/** A function telling whether the caller sees an edge (unknown edges: only when the reach is unlimited). */
-export async function edgeVisibility(edges: Pick<EdgeStore, "list">, caller: Caller): Promise<(edgeId: string) => boolean> {
-  if (!caller.reach?.length) return () => true;
-  const labels = new Map((await edges.list()).map((e) => [e.id, e.labels]));
-  return (id) => id === "" || (labels.has(id) && reaches(caller, labels.get(id)!));
-}
-
 /**
  * The edge ids a caller sees, for a query to filter on: "" (a change on no edge) and the enrolled
- * edges in its reach; undefined when the reach is unlimited (everything is visible). The same
- * rule as edgeVisibility, in a form SQL can apply before its limit.
+ * edges in its reach; undefined when the reach is unlimited (everything is visible).
  */
 export async function visibleEdgeIds(edges: Pick<EdgeStore, "list">, caller: Caller): Promise<string[] | undefined> {
-  if (!caller.reach?.length) return undefined;
+  if (!isLimited(caller)) return undefined;
   return ["", ...(await edges.list()).filter((e) => reaches(caller, e.labels)).map((e) => e.id)];
+}
+
+/** The same rule as a function telling whether the caller sees an edge (unknown edges: only when the reach is unlimited). */
+export async function edgeVisibility(edges: Pick<EdgeStore, "list">, caller: Caller): Promise<(edgeId: string) => boolean> {
+  const ids = await visibleEdgeIds(edges, caller);
+  if (!ids) return () => true;
+  const seen = new Set(ids);
+  return (id) => seen.has(id);
 }
 
 /**

@@ -4,7 +4,7 @@ import { SkillError } from "../../../skill/errors.ts";
 import type { SkillDefinition } from "../../../skill/types.ts";
 import { defineBaseTool } from "../define.ts";
 import { invocationOf } from "../invocation.ts";
-import { isLimited, reaches } from "../../identity/reach.ts";
+import { visibleEdgeIds } from "../../incidents/changes.ts";
 import type { Caller } from "../../dispatch/dispatch.ts";
 import type { EdgeStore } from "../../edges/store.ts";
 import type { KnowledgeIndexer } from "./indexer.ts";
@@ -45,12 +45,11 @@ function placeOf(source: string, dirs: readonly string[]): { dir: string; rel: s
 
 /**
  * The reports a caller may see (G4): a report is as visible as the edge its diagnosis ran on —
- * every one for an unlimited reach, else those on an enrolled edge in reach or on no edge (the
- * same rule as edgeVisibility in manager/incidents/changes.ts).
+ * every one for an unlimited reach, else those on an enrolled edge in reach or on no edge.
  */
 async function reportScope(edges: Pick<EdgeStore, "list">, caller: Caller): Promise<ReportScope> {
-  if (!isLimited(caller)) return "all";
-  return { edgeIds: (await edges.list()).filter((e) => reaches(caller, e.labels)).map((e) => e.id) };
+  const edgeIds = await visibleEdgeIds(edges, caller);
+  return edgeIds ? { edgeIds } : "all";
 }
 
 /** Creates query_knowledge over an indexer; `edges` gives the edges' labels for the caller's reach. */
