@@ -48,17 +48,14 @@ const STOP_WAIT_MS = 10_000;
 /** Creates a registry. */
 export function createTaskRegistry() {
   const running = new Map<string, Entry>();
-  /** Places reserved and not yet released, by kind and owner (owner "" for a reservation of no particular owner). */
-  const pending = new Map<string, number>();
-  const pendingKey = (kind: TaskKind, owner: string) => `${kind}\u0000${owner}`;
+  /** Places reserved and not yet released (owner undefined: a reservation of no particular owner). */
+  const reserved = new Set<{ kind: TaskKind; owner?: string }>();
+  const matches = (t: { kind: TaskKind; owner?: string }, kind: TaskKind, owner?: string) => t.kind === kind && (owner === undefined || t.owner === owner);
   /** Running and reserved tasks of a kind, of one owner or of all. */
   const count = (kind: TaskKind, owner?: string): number => {
     let n = 0;
-    for (const e of running.values()) if (e.kind === kind && (owner === undefined || e.owner === owner)) n++;
-    for (const [key, k] of pending) {
-      const [kd, ow] = key.split("\u0000");
-      if (kd === kind && (owner === undefined || ow === owner)) n += k;
-    }
+    for (const e of running.values()) if (matches(e, kind, owner)) n++;
+    for (const r of reserved) if (matches(r, kind, owner)) n++;
     return n;
   };
   return {
@@ -71,18 +68,9 @@ export function createTaskRegistry() {
      */
     reserve(kind: TaskKind, max: number, owner?: string): TaskSlot | undefined {
       if (count(kind, owner) >= max) return undefined;
-      const key = pendingKey(kind, owner ?? "");
-      pending.set(key, (pending.get(key) ?? 0) + 1);
-      let held = true;
-      return {
-        release() {
-          if (!held) return;
-          held = false;
-          const left = (pending.get(key) ?? 1) - 1;
-          if (left > 0) pending.set(key, left);
-          else pending.delete(key);
-        },
-      };
+      const place = { kind, owner };
+      reserved.add(place);
+      return { release: () => void reserved.delete(place) };
     },
     /**
      * Registers a running session; `done` settles when it has ended (the registry then forgets it).

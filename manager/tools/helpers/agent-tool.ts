@@ -87,8 +87,6 @@ export function createAgentTool(deps: BaseToolDeps) {
         // Refused before a session existed (e.g. the edge is not online): say why, as the model can act on it.
         if (err instanceof OngridError) throw new SkillError(err.code, err.message, err.hint);
         throw err;
-      } finally {
-        slot.release();
       }
       if (out.status === "cancelled") throw new SkillError("stopped", `worker ${out.sessionId} was ${out.message} before it finished`, "Start it again if the question still matters.");
       if (out.status === "failed") throw new SkillError("worker_failed", `worker ${out.sessionId} failed: ${out.message}`, "Read the session in the console (/chat) for what it did; retry or answer the question another way.");
