@@ -25,8 +25,6 @@
  * The run creates a database of its own on the server (ongrid_bench_<random>) and drops it.
  */
 import http2 from "node:http2";
-import net from "node:net";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -42,7 +40,7 @@ import { openDatabase } from "../../manager/db/client.ts";
 import { createAuditLog } from "../../manager/audit/log.ts";
 import type { AuditRecord } from "../../manager/audit/types.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
-import { buildEdge, startEdgeOnce } from "./lib/edge-binary.ts";
+import { buildEdge, spawnToExitMs, startEdgeOnce } from "./lib/edge-binary.ts";
 import { attachGc, type GcReading } from "./lib/gc-rss.ts";
 import { alive, fdLimit, rssKb, sampleRss, settledRss, sleep, start, stop, stopAll, waitForLine, type Child } from "./lib/proc.ts";
 import { boundRow, infoRow, machineInfo, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
@@ -54,6 +52,7 @@ import { createBenchDatabase, runBench } from "./lib/run.ts";
 import { enrollFleet, startFleet, type Fleet } from "../sim/fleet.ts";
 import { loadConfig } from "../../manager/config/load.ts";
 import { startManager } from "../../manager/main.ts";
+import { freePort } from "../../test/support/free-port.ts";
 import { closedLoop } from "./lib/closed-loop.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
@@ -113,28 +112,6 @@ async function benchDatabase(serverUrl: string): Promise<string> {
   const db = await createBenchDatabase(serverUrl);
   cleanups.push(() => db.drop());
   return db.url;
-}
-
-/** A free loopback port (so a restarted manager can listen where its edges redial). */
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => res(port));
-    });
-  });
-}
-
-/** Spawn to exit of a program, in ms. */
-function spawnToExitMs(cmd: string, args: string[] = []): Promise<number> {
-  const t0 = performance.now();
-  return new Promise((res, rej) => {
-    const p = spawn(cmd, args, { stdio: "ignore" });
-    p.once("exit", () => res(performance.now() - t0));
-    p.once("error", rej);
-  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,10 +5,12 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe } from "vitest";
+import { freePort } from "./free-port.ts";
+
+export { freePort };
 
 /** The binary: $ONGRID_PROMETHEUS or Debian's /usr/bin/prometheus. */
 export const PROMETHEUS = process.env.ONGRID_PROMETHEUS || "/usr/bin/prometheus";
@@ -30,17 +32,6 @@ export function describeWithPrometheus(name: string, fn: () => void): void {
   describe.skip(name, fn);
 }
 
-/** A free TCP port on 127.0.0.1 (bound and released; the caller binds it right away). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** One scrape job: a host:port, scraped at /metrics, with a bearer token file when given. */
 export interface ScrapeTarget {

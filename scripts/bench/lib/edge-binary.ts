@@ -13,15 +13,19 @@ export function buildEdge(root: string, out: string): number {
   return statSync(out).size / 1048576;
 }
 
-/** Milliseconds from spawning `node -e 0` to its exit: how long any Node process takes to start. */
-export async function nodeStartMs(): Promise<number> {
+/** Milliseconds from spawning a program to its exit: how long it takes to start (and end) doing nothing. */
+export function spawnToExitMs(cmd: string, args: string[] = []): Promise<number> {
   const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    const p = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
-    p.once("exit", () => resolve());
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { stdio: "ignore" });
+    p.once("exit", () => resolve(performance.now() - t0));
     p.once("error", reject);
   });
-  return performance.now() - t0;
+}
+
+/** Milliseconds from spawning `node -e 0` to its exit: how long any Node process takes to start. */
+export function nodeStartMs(): Promise<number> {
+  return spawnToExitMs(process.execPath, ["-e", "0"]);
 }
 
 /** One start of the binary: time to "online" (GetEdge polled every 10 ms) and the median VmRSS (KiB) 3 s after. */
