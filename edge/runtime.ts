@@ -30,7 +30,8 @@ export type EdgeRuntimeWithPacks = EdgeRuntime & { packs?: PackSet };
 /** Registers every builtin and the configured packs, and describes this host. */
 export function createEdgeRuntime(o: EdgeRuntimeOptions): EdgeRuntimeWithPacks {
   const registry = createRegistry({ log: o.log });
-  for (const def of EDGE_BUILTINS) registry.register(def);
+  // Shipped with the binary and built eagerly by the manager and the tests: compiled on first use here.
+  for (const def of EDGE_BUILTINS) registry.register(def, { compile: "lazy" });
   const listeners = new Set<() => void>();
   let packs: PackSet | undefined;
   if (o.packDirs?.length) {

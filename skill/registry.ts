@@ -18,8 +18,8 @@ export interface SkillFilter {
 
 /** The one table every surface (LLM tools, RPC, console, gate, audit) reads skills from (A2). */
 export interface SkillRegistry {
-  /** Validates and normalises a definition, compiles its validator and adds it; throws on any defect. */
-  register(def: SkillDefinition): Skill;
+  /** Validates and normalises a definition, compiles its validator (unless opts.compile is "lazy") and adds it; throws on any defect. */
+  register(def: SkillDefinition, opts?: BuildOptions): Skill;
   get(key: string): Skill | undefined;
   /** Like get, but a missing key is an OngridError("not_found") with a hint. */
   getOrThrow(key: string): Skill;
@@ -41,8 +41,8 @@ export function createRegistry(opts: RegistryOptions = {}): SkillRegistry {
   const log = opts.log ?? pino({ name: "skill-registry" }, pino.destination(2));
   const skills = new Map<string, Skill>();
   return {
-    register(def) {
-      const skill = buildSkill(def);
+    register(def, buildOpts) {
+      const skill = buildSkill(def, buildOpts);
       const key = skill.meta.key;
       if (skills.has(key)) {
         throw new OngridError(
@@ -95,8 +95,21 @@ export function effectiveClass(skill: Skill, params: Record<string, unknown>): S
   }
 }
 
+/** How buildSkill treats a definition's JSON Schema. */
+export interface BuildOptions {
+  /**
+   * "now" (default): compile the params validator and check every default at build time, so a
+   * broken schema fails at registration. "lazy": compile on the first call instead — only for
+   * definitions shipped with ongrid (the edge builtins), which the manager, its tests and
+   * `ongrid skills lint` build eagerly; on the compiled edge agent, where JavaScriptCore runs
+   * without its JIT, compiling them took ≈ 120 ms of start-up (docs/performance.md, "Fleet").
+   */
+  compile?: "now" | "lazy";
+}
+
 /** Checks a definition and turns it into a frozen Skill; exported for tools that lint without a registry. */
-export function buildSkill(def: SkillDefinition): Skill {
+export function buildSkill(def: SkillDefinition, opts: BuildOptions = {}): Skill {
+  const eager = opts.compile !== "lazy";
   if (typeof def !== "object" || def === null) {
     throw new OngridError("invalid_argument", "a skill definition must be an object", "Export defineSkill({...}) from the skill file.");
   }
@@ -132,7 +145,7 @@ export function buildSkill(def: SkillDefinition): Skill {
     params = Object.freeze({});
   } else {
     params = Object.freeze(Object.fromEntries(Object.entries(def.params ?? {}).map(([n, s]) => [n, Object.freeze({ ...s })])));
-    jsonSchema = paramsToJsonSchema(params, key);
+    jsonSchema = paramsToJsonSchema(params, key, { checkDefaults: eager });
   }
 
   const meta: SkillMetadata = {
@@ -156,11 +169,13 @@ export function buildSkill(def: SkillDefinition): Skill {
     execute: def.execute as Skill["execute"],
     ...(def.riskForArgs ? { riskForArgs: def.riskForArgs as Skill["riskForArgs"] } : {}),
   });
-  try {
-    validatorFor(skill);
-  } catch (err) {
-    const e = err as OngridError;
-    fail(e.message, e.hint);
+  if (eager) {
+    try {
+      validatorFor(skill);
+    } catch (err) {
+      const e = err as OngridError;
+      fail(e.message, e.hint);
+    }
   }
   return skill;
 }

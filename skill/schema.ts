@@ -17,12 +17,20 @@ const PARAM_TYPES: ReadonlySet<ParamType> = new Set([
 const SPEC_KEYS: ReadonlySet<string> = new Set(["type", "description", "required", "default", "min", "max", "pattern", "values"]);
 const PARAM_NAME = /^[a-z][a-z0-9_]*$/;
 
+export interface SchemaBuildOptions {
+  /**
+   * Check every default against its param's own spec (compiles a validator per default; default
+   * true). Off only for definitions shipped with ongrid, whose defaults their tests check.
+   */
+  checkDefaults?: boolean;
+}
+
 /**
  * Converts a declarative ParamSchema into the JSON Schema (draft 2020-12 vocabulary, no `$schema`
  * key so LLM tool definitions stay lean) that the LLM, the RPC surface and the validator share (A4).
  * Nonsense in the declaration fails here, naming the skill and the param.
  */
-export function paramsToJsonSchema(params: ParamSchema, skillKey = "(unnamed)"): Record<string, unknown> {
+export function paramsToJsonSchema(params: ParamSchema, skillKey = "(unnamed)", opts: SchemaBuildOptions = {}): Record<string, unknown> {
   if (typeof params !== "object" || params === null || Array.isArray(params)) {
     throw new OngridError(
       "invalid_argument",
@@ -33,7 +41,7 @@ export function paramsToJsonSchema(params: ParamSchema, skillKey = "(unnamed)"):
   const properties: Record<string, unknown> = {};
   const required: string[] = [];
   for (const [name, spec] of Object.entries(params)) {
-    properties[name] = paramToJsonSchema(skillKey, name, spec);
+    properties[name] = paramToJsonSchema(skillKey, name, spec, opts.checkDefaults ?? true);
     if (spec.required === true) required.push(name);
   }
   return {
@@ -44,7 +52,7 @@ export function paramsToJsonSchema(params: ParamSchema, skillKey = "(unnamed)"):
   };
 }
 
-function paramToJsonSchema(skillKey: string, name: string, spec: ParamSpec): Record<string, unknown> {
+function paramToJsonSchema(skillKey: string, name: string, spec: ParamSpec, checkDefaults: boolean): Record<string, unknown> {
   const fail = (what: string): never => {
     throw new OngridError(
       "invalid_argument",
@@ -131,7 +139,7 @@ function paramToJsonSchema(skillKey: string, name: string, spec: ParamSpec): Rec
       break;
   }
   if (spec.default !== undefined) {
-    checkDefault(name, spec, out, fail);
+    if (checkDefaults) checkDefault(name, spec, out, fail);
     out.default = structuredClone(spec.default);
   }
   if (type === "credential") {

@@ -1,7 +1,7 @@
 /** Reads and checks one pack's skill.json (E1): JSON Schema first, then the rules a schema cannot say (paths, timeouts, metadata). */
 import { accessSync, constants, readFileSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
-import Ajv2020, { type ErrorObject } from "ajv/dist/2020.js";
+import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { parseDuration } from "../duration.ts";
 import { buildSkill } from "../registry.ts";
 import { riskFromClassifier } from "../risk-classifier.ts";
@@ -61,10 +61,18 @@ export function formatProblem(p: ManifestProblem): string {
   return `${p.file}: ${p.field ? `${p.field}: ` : ""}${p.message} (rule: ${p.rule})`;
 }
 
-const ajv = new Ajv2020({ allErrors: true, strict: true, logger: false });
-ajv.addSchema(MANIFEST_SCHEMA);
-const validateSkill = ajv.getSchema(`${MANIFEST_SCHEMA.$id}#/$defs/skill`)!;
-const validatePack = ajv.getSchema(`${MANIFEST_SCHEMA.$id}#/$defs/pack`)!;
+// Compiled on the first manifest read, not at import: an edge agent without pack directories
+// never reads one, and compiling the manifest schema took ≈ 130 ms of the compiled agent's start
+// on JavaScriptCore's interpreter (docs/performance.md, "Fleet").
+let manifestValidators: { skill: ValidateFunction; pack: ValidateFunction } | undefined;
+function validators(): { skill: ValidateFunction; pack: ValidateFunction } {
+  if (!manifestValidators) {
+    const ajv = new Ajv2020({ allErrors: true, strict: true, logger: false });
+    ajv.addSchema(MANIFEST_SCHEMA);
+    manifestValidators = { skill: ajv.getSchema(`${MANIFEST_SCHEMA.$id}#/$defs/skill`)!, pack: ajv.getSchema(`${MANIFEST_SCHEMA.$id}#/$defs/pack`)! };
+  }
+  return manifestValidators;
+}
 
 /** The manifest schema, for docs and `ongrid packs schema`. */
 export { MANIFEST_SCHEMA };
@@ -101,6 +109,7 @@ export function readManifest(dir: string, scope: SkillScope): { skills: PackSkil
     const shell = { ...(doc as Record<string, unknown>) };
     const list = shell.skills;
     if (Array.isArray(list)) shell.skills = list.map(() => ({ key: "x", name: "x", description: "x", class: "safe", executable: "x" }));
+    const validatePack = validators().pack;
     if (!validatePack(shell)) return { skills: [], problems: ajvProblems(file, "", validatePack.errors ?? []) };
     entries = (list as unknown[]).map((value, i) => ({ value, prefix: `skills[${i}]` }));
   } else {
@@ -135,6 +144,7 @@ export function readManifest(dir: string, scope: SkillScope): { skills: PackSkil
 
 /** Checks one skill object; returns its spec or the problems found. */
 function checkEntry(value: unknown, prefix: string, dir: string, file: string, scope: SkillScope): PackSkillSpec | ManifestProblem[] {
+  const validateSkill = validators().skill;
   if (!validateSkill(value)) return ajvProblems(file, prefix, validateSkill.errors ?? []);
   const m = value as Record<string, any>;
   const problems: ManifestProblem[] = [];
