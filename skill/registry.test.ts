@@ -124,15 +124,15 @@ describe("createRegistry", () => {
   });
 
   it('compile: "lazy" defers the validator and the default checks to the first call, with the same schema', () => {
-    const bad = def({ params: { port: { type: "integer", min: 1, max: 10, default: 99 } } });
+    const bad = def({ params: { port: { type: "integer", description: "Port", min: 1, max: 10, default: 99 } } });
     // Eager (the default): a default outside its own range fails at registration.
     expect(thrown(() => createRegistry().register(bad)).message).toContain("default 99");
     // Lazy (edge builtins on the compiled agent): registration does not compile anything, so the
     // same definition registers; its schema is built exactly as the eager path builds it.
     const lazy = createRegistry().register(bad, { compile: "lazy" });
-    expect(lazy.jsonSchema).toEqual({ type: "object", properties: { port: { type: "integer", minimum: 1, maximum: 10, default: 99 } }, additionalProperties: false });
+    expect(lazy.jsonSchema).toEqual({ type: "object", properties: { port: { type: "integer", description: "Port", minimum: 1, maximum: 10, default: 99 } }, additionalProperties: false });
     // ...and params are still validated, on first use.
-    const good = createRegistry().register(def({ params: { port: { type: "integer", min: 1, max: 10, default: 5 } } }), { compile: "lazy" });
+    const good = createRegistry().register(def({ params: { port: { type: "integer", description: "Port", min: 1, max: 10, default: 5 } } }), { compile: "lazy" });
     expect(validateParams(good, {})).toEqual({ port: 5 });
     expect(thrown(() => validateParams(good, { port: 11 })).message).toContain("port");
   });
