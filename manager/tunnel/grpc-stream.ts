@@ -31,6 +31,8 @@ export interface GrpcBidiCall<O extends DescMessage> {
 /** Callbacks for one call. */
 export interface GrpcBidiHandlers<I extends DescMessage> {
   onMessage(message: MessageShape<I>): void;
+  /** The peer half-closed cleanly between frames: the status to end the call with (OK when undefined). */
+  onEnd?(): GrpcStatus | undefined;
   /** The peer half-closed, reset, or the connection died; `err` says why when it was not a clean end. */
   onClose(err?: Error): void;
 }
@@ -165,10 +167,19 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
       if (closed) return;
     }
   });
-  stream.on("end", () => {
+  const onEnd = () => {
     // The peer half-closed: answer with our trailers.
-    if (!closed) call.end();
-  });
+    if (closed) return;
+    if (buffered > 0) {
+      const want = buffered >= 5 ? `${5 + Buffer.concat(chunks).readUInt32BE(1)}` : "at least 5";
+      call.end({ code: Code.InvalidArgument, message: `the stream ended inside a tunnel frame: ${buffered} of ${want} bytes received` });
+      return;
+    }
+    call.end(handlers.onEnd?.());
+  };
+  stream.on("end", onEnd);
+  // A request with no body may have ended before this call was accepted (e.g. while its token was checked).
+  if (stream.readableEnded) process.nextTick(onEnd);
   stream.on("aborted", () => finish(new Error("the peer reset the stream")));
   stream.on("error", (err) => finish(err));
   stream.on("close", () => finish(stream.rstCode && stream.rstCode !== 0 ? new Error(`stream closed with code ${stream.rstCode}`) : undefined));

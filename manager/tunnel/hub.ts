@@ -169,7 +169,9 @@ export function createHub(opts: HubOptions) {
         if (!session) {
           if (helloSeen) return; // heartbeats while the hello is being checked
           if (f.case !== "hello") {
-            call.end({ code: Code.InvalidArgument, message: `the first frame must be hello, got ${f.case ?? "an empty frame"}` });
+            const unknown = msg.$unknown?.[0];
+            const got = f.case ?? (unknown ? `an unknown frame (field ${unknown.no})` : "an empty frame");
+            call.end({ code: Code.InvalidArgument, message: `the first frame must be hello, got ${got}` });
             return;
           }
           helloSeen = true;
@@ -189,15 +191,24 @@ export function createHub(opts: HubOptions) {
         if (f.case === "result") {
           const p = session.pending.get(f.value.callId);
           if (!p) return; // late result of a cancelled or timed-out call
+          let envelope: ResultEnvelope;
+          try {
+            envelope = envelopeFrom(f.value.result, session.edgeId, opts.outputCapBytes);
+          } catch (err) {
+            // E.g. a Value with no kind or a NaN: not JSON. The caller learns why when the session drops.
+            session.close({ code: Code.InvalidArgument, message: `result of call ${f.value.callId} refused: ${(err as Error).message}` });
+            return;
+          }
           session.pending.delete(f.value.callId);
           clearTimeout(p.timer);
-          p.resolve(envelopeFrom(f.value.result, session.edgeId, opts.outputCapBytes));
+          p.resolve(envelope);
         } else if (f.case === "inventory") {
           replaceInventory(session, f.value.skills);
         } else if (f.case === "hello") {
           session.close({ code: Code.InvalidArgument, message: "hello may only be sent once" });
         }
       },
+      onEnd: () => (helloSeen ? undefined : { code: Code.InvalidArgument, message: "the stream ended before hello" }),
       onClose(err) {
         clearTimeout(helloTimer);
         opening.get(enrolledId)?.delete(call);
