@@ -61,6 +61,8 @@ function paramToJsonSchema(skillKey: string, name: string, spec: ParamSpec, chec
     );
   };
   if (!PARAM_NAME.test(name)) fail("name must be lower_snake (a-z, 0-9, _; starting with a letter)");
+  // Every params object inherits these: a default would never apply and the executor would read Object's member.
+  if (name in Object.prototype) fail(`name "${name}" is reserved (a member of every JavaScript object); choose another`);
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return fail("spec must be an object");
   for (const k of Object.keys(spec)) if (!SPEC_KEYS.has(k)) fail(`unknown spec field "${k}" (allowed: ${[...SPEC_KEYS].join(", ")})`);
   const type = spec.type;

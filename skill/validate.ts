@@ -12,6 +12,9 @@ const AJV_OPTIONS: Options = {
   // Unknown keywords, formats and ignored defaults are schema bugs: fail at registration.
   strictSchema: true,
   strictNumbers: true,
+  // Only own properties count: a param named like an Object.prototype member ("constructor") is
+  // absent when not given, not Object itself failing its type.
+  ownProperties: true,
   // Hand-written raw schemas legitimately use union types, tuples and required-in-oneOf.
   strictTypes: false,
   strictTuples: false,
@@ -102,17 +105,30 @@ export function validateParams(skill: Skill, params: unknown): Record<string, un
   return copy;
 }
 
-/** Turns Ajv errors into `param "field": <what> (rule: <keyword>)` lines, one per distinct problem. */
-export function describeAjvErrors(errors: readonly ErrorObject[], prefix = ""): string[] {
+/** One Ajv error explained: the field (segments joined, "" for the params object itself), what is wrong and the rule. */
+export interface AjvProblem {
+  /** Dotted field with [i] for items; "" when the problem is about the object as a whole. */
+  field: string;
+  /** False when the problem is about the object as a whole (no field, not even an empty-named one). */
+  named: boolean;
+  what: string;
+  rule: string;
+}
+
+/** Ajv errors as structured problems, one per distinct problem (the form describeAjvErrors prints). */
+export function ajvProblems(errors: readonly ErrorObject[], prefix = ""): AjvProblem[] {
   const composites = errors
     .filter((e) => e.keyword === "oneOf" || e.keyword === "anyOf")
     .map((e) => ({ path: `${e.schemaPath}/`, keyword: e.keyword }));
-  const lines: string[] = [];
+  const out: AjvProblem[] = [];
+  const seen = new Set<string>();
   for (const e of errors) {
     const p = e.params as Record<string, unknown>;
-    const child = String(p.missingProperty ?? p.additionalProperty ?? p.unevaluatedProperty ?? p.propertyName ?? "");
+    const childName = p.missingProperty ?? p.additionalProperty ?? p.unevaluatedProperty ?? p.propertyName;
+    const child = childName === undefined ? undefined : String(childName);
     const segments = [...(prefix ? [prefix] : []), ...splitPointer(e.instancePath)];
-    if (child && e.keyword !== "propertyNames") segments.push(child);
+    // An empty-named property ("") is still a field: it is pushed, so it is named as `param "[""]"`.
+    if (child !== undefined && e.keyword !== "propertyNames") segments.push(child);
     const field = joinField(segments);
     let rule = e.keyword;
     const branch = composites
@@ -122,12 +138,18 @@ export function describeAjvErrors(errors: readonly ErrorObject[], prefix = ""): 
       const option = Number(e.schemaPath.slice(branch.path.length).split("/")[0]);
       if (Number.isInteger(option)) rule += `; ${branch.keyword} option ${option + 1}`;
     }
-    const nested = segments.length > 1;
-    const label = field ? `param "${field}"` : "params";
-    const line = `${label}: ${explain(e, nested)} (rule: ${rule})`;
-    if (!lines.includes(line)) lines.push(line);
+    const problem = { field, named: segments.length > 0, what: explain(e, segments.length > 1), rule };
+    const id = JSON.stringify(problem);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push(problem);
   }
-  return lines;
+  return out;
+}
+
+/** Turns Ajv errors into `param "field": <what> (rule: <keyword>)` lines, one per distinct problem. */
+export function describeAjvErrors(errors: readonly ErrorObject[], prefix = ""): string[] {
+  return ajvProblems(errors, prefix).map((p) => `${p.named ? `param "${p.field}"` : "params"}: ${p.what} (rule: ${p.rule})`);
 }
 
 function explain(e: ErrorObject, nested: boolean): string {
@@ -213,10 +235,12 @@ function splitPointer(pointer: string): string[] {
     .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
+/** Dotted path with [i] for items; an empty-named property is [""], so it is not mistaken for its parent. */
 function joinField(segments: string[]): string {
   let out = "";
   for (const s of segments) {
-    if (/^\d+$/.test(s) && out) out += `[${s}]`;
+    if (s === "") out += `[""]`;
+    else if (/^\d+$/.test(s) && out) out += `[${s}]`;
     else out += out ? `.${s}` : s;
   }
   return out;

@@ -72,26 +72,39 @@ function readFile(file: string): Record<string, unknown> {
   try {
     doc = parseYaml(text);
   } catch (err) {
-    throw new OngridError("invalid_argument", `config file ${file}: not valid YAML: ${(err as Error).message}`);
+    // The first line only: the parser's excerpt of the offending line may hold a secret (api_key, a database password).
+    throw new OngridError("invalid_argument", `config file ${file}: not valid YAML: ${(err as Error).message.split("\n")[0].replace(/:$/, "")} (rule: yaml)`);
   }
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== "object" || Array.isArray(doc)) {
-    throw new OngridError("invalid_argument", `config file ${file}: must be a mapping of keys to values`);
+    throw new OngridError("invalid_argument", `config file ${file}: must be a mapping of keys to values (rule: type)`);
+  }
+  try {
+    JSON.stringify(doc);
+  } catch {
+    // An alias inside its own anchor (`a: &a {b: *a}`) makes a cycle no key can hold.
+    throw new OngridError("invalid_argument", `config file ${file}: a YAML alias refers to a node that contains it (rule: yaml)`);
   }
   return doc as Record<string, unknown>;
 }
 
 function describe(err: ErrorObject, sources: Map<string, string>): string {
-  let key = err.instancePath.split("/").filter(Boolean).join(".");
+  const path = err.instancePath
+    .split("/")
+    .slice(1)
+    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
   let what = err.message ?? "is invalid";
   if (err.keyword === "additionalProperties") {
-    key = [key, (err.params as { additionalProperty: string }).additionalProperty].filter(Boolean).join(".");
+    path.push((err.params as { additionalProperty: string }).additionalProperty);
     what = "is not a known key";
   } else if (err.keyword === "enum") {
     what = `must be one of ${(err.params as { allowedValues: string[] }).allowedValues.join(", ")}`;
   }
+  const key = path.join(".");
   const source = sources.get(key) ?? [...sources.entries()].find(([k]) => k.startsWith(key + "."))?.[1];
-  return `${key || "(root)"}: ${what} (rule: ${err.keyword}${source ? `; set by ${source}` : ""})`;
+  // A key that is empty or starts or ends with a space is quoted, so the message still shows which one.
+  const shown = path.map((p) => (p === "" || p.trim() !== p ? JSON.stringify(p) : p)).join(".");
+  return `${shown || "(root)"}: ${what} (rule: ${err.keyword}${source ? `; set by ${source}` : ""})`;
 }
 
 /** Builds and validates the configuration; throws OngridError("invalid_argument") naming every bad key. */
@@ -145,14 +158,14 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   const hook = webhookUrl ? urlProblem(webhookUrl) : undefined;
   if (hook) bad("skills.send_message.webhook_url", `${hook.what} (rule: ${hook.rule})`);
   if (Boolean(cfg.server.tls_cert) !== Boolean(cfg.server.tls_key)) {
-    bad(cfg.server.tls_cert ? "server.tls_key" : "server.tls_cert", "tls_cert and tls_key must be set together");
+    bad(cfg.server.tls_cert ? "server.tls_key" : "server.tls_cert", "tls_cert and tls_key must be set together (rule: together)");
   }
   const ms = (key: string, value: string): number => {
     let n: number;
     try {
       n = parseDuration(value);
     } catch (err) {
-      return bad(key, (err as Error).message);
+      return bad(key, `${(err as Error).message} (rule: duration)`);
     }
     if (n < 1) bad(key, `must be at least 1ms (rule: minimum)`);
     return n;
@@ -160,7 +173,7 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   ms("skills.web_search.timeout", cfg.skills.web_search.timeout);
   if (ms("tunnel.heartbeat_interval", cfg.tunnel.heartbeat_interval) < 100) bad("tunnel.heartbeat_interval", "must be at least 100ms (rule: minimum)");
   if (ms("skills.default_timeout", cfg.skills.default_timeout) > ms("skills.max_timeout", cfg.skills.max_timeout)) {
-    bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout})`);
+    bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout}) (rule: maximum)`);
   }
 }
 

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
 import { parseDocument } from "yaml";
-import { describeAjvErrors } from "../../skill/validate.ts";
+import { ajvProblems } from "../../skill/validate.ts";
 import PLAYBOOK_SCHEMA from "./playbook.schema.json" with { type: "json" };
 
 /** The file every playbook directory holds. */
@@ -111,23 +111,24 @@ export function parsePlaybook(text: string, file: string, source: Playbook["sour
     const what = e.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
     return refused(file, "", "yaml", `frontmatter is not valid YAML${line}: ${what}`);
   }
-  const fm = doc.toJS() as unknown;
+  let fm: unknown;
+  try {
+    fm = doc.toJS();
+  } catch (err) {
+    // Aliases are resolved here, not by the parser: an unresolved one or an alias bomb throws.
+    return refused(file, "", "yaml", `frontmatter is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+  }
   if (typeof fm !== "object" || fm === null || Array.isArray(fm)) return refused(file, "", "frontmatter", "frontmatter must be a YAML mapping (key: value lines)");
 
   const problems: PlaybookProblem[] = [];
   const error = (field: string, rule: string, message: string) => problems.push({ file, field, rule, message, severity: "error" });
   const warn = (field: string, rule: string, message: string) => problems.push({ file, field, rule, message, severity: "warning" });
   if (!validateFrontmatter(fm)) {
-    for (const line of describeAjvErrors(validateFrontmatter.errors ?? [])) {
-      // describeAjvErrors says `param "x": …`; for a playbook the field is a frontmatter key.
-      const m = /^param "([^"]*)": (.*) \(rule: ([^)]*)\)$/.exec(line) ?? /^params: (.*) \(rule: ([^)]*)\)$/.exec(line);
-      if (m && m.length === 4) error(m[1], m[3], m[2]);
-      else if (m) error("", m[2], m[1]);
-      else error("", "schema", line);
-    }
+    // Structured, not parsed back out of `param "x": …` lines: a key may hold quotes or newlines.
+    for (const p of ajvProblems(validateFrontmatter.errors ?? [])) error(p.field, p.rule, p.what);
   }
   const m = fm as Record<string, any>;
-  for (const key of Object.keys(m)) if (!KNOWN_KEYS.has(key)) warn(key, "known_key", "is not a known frontmatter key; ignored");
+  for (const key of Object.keys(m)) if (!KNOWN_KEYS.has(key)) warn(key === "" ? '[""]' : key, "known_key", "is not a known frontmatter key; ignored");
   if (!body) error("body", "required", "the Markdown body after the frontmatter is empty; it is the playbook");
   else {
     const headings = new Set([...body.matchAll(/^##\s+(.+?)\s*#*\s*$/gm)].map((h) => h[1].toLowerCase()));

@@ -265,6 +265,12 @@ function at(prefix: string, field: string): string {
   return field ? `${prefix}.${field}` : prefix;
 }
 
+/** The field `name` inside `parent`; an empty name is written [""] so it is not mistaken for the parent itself. */
+function child(parent: string, name: string): string {
+  if (name === "") return `${parent}[""]`;
+  return parent ? `${parent}.${name}` : name;
+}
+
 /** Ajv's errors as problems naming the field (dotted, with [i] for items) and the rule. */
 function ajvProblems(file: string, prefix: string, errors: ErrorObject[]): ManifestProblem[] {
   const out: ManifestProblem[] = [];
@@ -274,29 +280,29 @@ function ajvProblems(file: string, prefix: string, errors: ErrorObject[]): Manif
       .split("/")
       .slice(1)
       .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
-      .reduce((acc, s) => (/^\d+$/.test(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), "");
+      .reduce((acc, s) => (/^\d+$/.test(s) ? `${acc}[${s}]` : child(acc, s)), prefix);
     let message = e.message ?? "is invalid";
     let rule = e.keyword;
     // An error inside propertyNames (pattern, maxLength) is about one property name, not the object
     // holding it: report it on that name. The propertyNames error ajv adds after it is then a duplicate.
     const badName = (e as ErrorObject & { propertyName?: string }).propertyName;
     if (badName !== undefined) {
-      field = field ? `${field}.${badName}` : badName;
+      field = child(field, badName);
       rule = "propertyNames";
       message = e.keyword === "pattern" ? "is not a valid name (lower_snake: a-z, 0-9 and _, starting with a letter)" : `is not a valid name: ${message}`;
     } else if (e.keyword === "required") {
-      field = field ? `${field}.${e.params.missingProperty}` : e.params.missingProperty;
+      field = child(field, e.params.missingProperty);
       message = "is required";
     } else if (e.keyword === "additionalProperties") {
-      field = field ? `${field}.${e.params.additionalProperty}` : e.params.additionalProperty;
+      field = child(field, e.params.additionalProperty);
       message = "is not a known field";
     } else if (e.keyword === "enum") {
       message = `must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
     } else if (e.keyword === "propertyNames") {
-      field = field ? `${field}.${e.params.propertyName}` : e.params.propertyName;
+      field = child(field, e.params.propertyName);
       message = "is not a valid name (lower_snake)";
     }
-    const p = { file, field: at(prefix, field), rule, message };
+    const p = { file, field, rule, message };
     const id = `${p.field}|${p.rule}`;
     if (e.keyword === "if" || seen.has(id)) continue;
     seen.add(id);
