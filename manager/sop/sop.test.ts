@@ -292,6 +292,10 @@ describe("parseSopFrontmatter", () => {
     expect(e.message).toMatch(/^sop frontmatter: not valid YAML/);
     e = caught(() => parseSopFrontmatter("---\nid: a\nid: b\n---\n"));
     expect(e.message).toMatch(/^sop frontmatter: not valid YAML: .*unique/i);
+    // The parser's excerpt of the bad line is not quoted back: it may hold a param value.
+    e = caught(() => parseSopFrontmatter('---\nid: x\nparams:\n  password: "s3cr3t-SOP-value\n---\n'));
+    expect(e.message).toMatch(/^sop frontmatter: not valid YAML: .*\(rule: yaml\)$/);
+    expect(e.message).not.toContain("s3cr3t-SOP-value");
     e = caught(() => parseSopFrontmatter("---\n- a\n---\n"));
     expect(e.message).toBe("sop frontmatter: must be a YAML mapping of fields, got array");
     e = caught(() => parseSopFrontmatter("---\n---\n"));

@@ -140,7 +140,8 @@ export function parseSopFrontmatter(body: string): SopFrontmatter {
   try {
     doc = parseYaml(yamlText);
   } catch (err) {
-    throw new OngridError("invalid_argument", `sop frontmatter: not valid YAML: ${(err as Error).message}`);
+    // The parser's first line only: the rest quotes the offending line, which may hold a param value (a secret).
+    throw new OngridError("invalid_argument", `sop frontmatter: not valid YAML: ${(err as Error).message.split("\n")[0].replace(/:$/, "")} (rule: yaml)`);
   }
   if (!isPlainObject(doc)) {
     throw new OngridError("invalid_argument", `sop frontmatter: must be a YAML mapping of fields, got ${doc === undefined || doc === null ? "nothing" : typeName(doc)}`);
