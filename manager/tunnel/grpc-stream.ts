@@ -5,6 +5,7 @@
  * the wire format is plain gRPC, so grpc-js, grpc-go or buf curl peers work unchanged.
  */
 import type http2 from "node:http2";
+import { constants as http2constants } from "node:http2";
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 
@@ -115,7 +116,12 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
     send(message) {
       if (closed || stream.destroyed || stream.writableEnded) return false;
       if (stream.writableLength > MAX_UNSENT_BYTES) {
-        call.end({ code: Code.ResourceExhausted, message: `the peer is not reading: more than ${MAX_UNSENT_BYTES} bytes unsent` });
+        const reason = `the peer is not reading: more than ${MAX_UNSENT_BYTES} bytes unsent`;
+        status = { code: Code.ResourceExhausted, message: reason };
+        finish(new Error(reason)); // the handler learns the reason, not "the peer closed"
+        // Trailers would wait behind the unread bytes for as long as the peer stalls: reset the
+        // stream instead, which frees them now (gRPC peers read ENHANCE_YOUR_CALM as RESOURCE_EXHAUSTED).
+        if (!stream.destroyed) stream.close(http2constants.NGHTTP2_ENHANCE_YOUR_CALM);
         return false;
       }
       const body = toBinary(output, create(output, message));
