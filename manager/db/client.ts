@@ -134,6 +134,7 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
     max: options.poolSize ?? 10,
     idle_timeout: 60,
     max_lifetime: 30 * 60,
+    backoff: reconnectDelaySeconds,
   });
   try {
     await client`select 1`;
@@ -153,6 +154,20 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
       await client.end({ timeout: 5 });
     },
   };
+}
+
+/** The longest wait, in seconds, before a pool connection dials again after a failed connect. */
+export const RECONNECT_MAX_DELAY_S = 1;
+
+/**
+ * Wait before a pool connection dials again, `failures` being the failed connects of the whole pool
+ * since its last successful one. postgres-js' default (0.5–1 × min(3^n / 100, 20) s) reaches 10–20 s
+ * within a second of refused connects when ten connections share the count, so after a PostgreSQL
+ * restart calls waited, and failed, for up to 20 s after the server was back (F3). Bounded here: the
+ * pool retries at most about once a second per connection and recovers within that of the server.
+ */
+export function reconnectDelaySeconds(failures: number): number {
+  return Math.min(0.05 * 2 ** failures, RECONNECT_MAX_DELAY_S) * (0.5 + Math.random() / 2);
 }
 
 /** `postgres://user@host:port/db` — the URL as it may be shown: no password, no query string. */

@@ -5,6 +5,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
+import { errorText } from "../db/error-text.ts";
 import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { IdentityStore } from "../identity/store.ts";
 import { roleAtLeast } from "../identity/store.ts";
@@ -50,7 +51,12 @@ export function authInterceptor(deps: { identity: IdentityStore; audit: AuditLog
     try {
       who = await identity.authenticate(raw === "\u0000malformed" ? "malformed" : raw);
     } catch (err) {
-      if (!(err instanceof OngridError)) throw err;
+      if (!(err instanceof OngridError)) {
+        // The token could not be checked (the database did not answer): not the caller's fault,
+        // and not auditable either — the audit log is in the same database.
+        log.error({ rpc: path, err: errorText(err) }, "RPC refused: the API token could not be checked");
+        throw new OngridError("unavailable", "cannot check the API token: the database did not answer", "retry shortly; if it persists, check that the manager's database is reachable");
+      }
       log.info({ rpc: path, reason: err.message }, "RPC refused: not authenticated");
       return refuse(err, { userId: "", role: "" });
     }
