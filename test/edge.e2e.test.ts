@@ -126,7 +126,7 @@ describe("host skills through the tunnel", () => {
 
 describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
   it("says hello, is welcomed, serves a call, and is refused a skill it does not offer", async () => {
-    const { connectGrpcEdge } = await import("./support/grpc-edge.ts");
+    const { connectGrpcEdge, ECHO_TEXT_METADATA } = await import("./support/grpc-edge.ts");
     const { token } = await m.edges.enroll("grpcjs-edge");
     const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, e) => {
       if (f.frame.case === "execute") {
@@ -150,14 +150,7 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
             os: "linux/x64",
             labels: { impl: "grpc-js" },
             skills: [
-              {
-                key: "echo_text",
-                name: "Echo",
-                description: "Use when testing the tunnel: returns the text it is given.",
-                class: 1,
-                scope: 1,
-                params: { fields: [{ name: "text", type: 1, description: "what to echo", required: true }] },
-              },
+              ECHO_TEXT_METADATA,
             ],
           },
         },

@@ -18,6 +18,7 @@ import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
+import { ECHO_TEXT_METADATA } from "./support/grpc-edge.ts";
 
 /**
  * 1 s, not the 400 ms of edge.e2e: auditing the F5 flood (~11 MB of params: redaction, hashing,
@@ -120,14 +121,7 @@ function connectStallingEdge(id: string, token: string) {
         hostname: "stall",
         os: "linux/x64",
         skills: [
-          {
-            key: "echo_text",
-            name: "Echo",
-            description: "Use when testing the tunnel: returns the text it is given.",
-            class: 1,
-            scope: 1,
-            params: { fields: [{ name: "text", type: 1, description: "what to echo", required: true }] },
-          },
+          ECHO_TEXT_METADATA,
         ],
       },
     },

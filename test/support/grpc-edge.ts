@@ -7,6 +7,16 @@ import {
   type ConnectResponse,
 } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
 
+/** The one skill the tests' hand-written edges offer in their hello (key echo_text, one required string param). */
+export const ECHO_TEXT_METADATA = {
+  key: "echo_text",
+  name: "Echo",
+  description: "Use when testing the tunnel: returns the text it is given.",
+  class: 1,
+  scope: 1,
+  params: { fields: [{ name: "text", type: 1, description: "what to echo", required: true }] },
+};
+
 /** A connected fake edge: the frames it received, a way to send, and its end status. */
 export interface GrpcEdge {
   received: ConnectResponse[];
