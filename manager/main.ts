@@ -1,5 +1,4 @@
 /** Assembles a manager: configuration → database → audit log → registry → dispatcher → one port. */
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Interceptor } from "@connectrpc/connect";
 import { createPackSet, type PackSet } from "../skill/pack/loader.ts";
 import pino, { type Logger } from "pino";
@@ -16,7 +15,8 @@ import { hostname } from "node:os";
 import { parseDuration } from "../skill/duration.ts";
 import { createEdgeStore, type EdgeStore } from "./edges/store.ts";
 import { createHub, TUNNEL_PATH, type Hub } from "./tunnel/hub.ts";
-import { listen, type DualHandler } from "./server/listen.ts";
+import { listen } from "./server/listen.ts";
+import { rpcAdapter } from "./server/rpc-adapter.ts";
 import { routes } from "./server/routes.ts";
 import { createConsole } from "./server/console.ts";
 import { createMetricsRoute } from "./server/metrics.ts";
@@ -193,7 +193,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   };
   const serveConsole = createConsole(config.server.console_dir || undefined);
   const httpRoutes: HttpRoute[] = [createMetricsRoute({ ...core, config, log }), createHookRoutes({ ...core, config, log })];
-  const rpc = connectNodeAdapter({
+  const rpc = rpcAdapter({
     routes: routes(core),
     readMaxBytes: config.server.max_request_bytes,
     interceptors: [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log })],
@@ -217,7 +217,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       }
     },
   });
-  const handler = auditUndecoded(rpc as DualHandler, core.audit, log);
+  const handler = auditUndecoded(rpc, core.audit, log);
   let listener;
   try {
     listener = await listen(handler, {

@@ -305,15 +305,6 @@ const BAD_GRPC = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unaut
 /** The longest piece of the body an error message may quote. */
 const MAX_ECHO = 96;
 
-/**
- * KNOWN DEFECT (outside the files this test may fix): @connectrpc/connect answers a protobuf body
- * that does not parse with code internal ("parse binary: …", HTTP 500 / grpc-status 13) instead of
- * invalid_argument, on every protocol. The parse happens before any interceptor runs, so neither
- * auth.ts nor a service can map it; it needs a change where the adapter is built (manager/main.ts)
- * or upstream. The properties tolerate exactly this answer and count it; the example tests below pin it.
- */
-const KNOWN_BINARY_PARSE = /^parse binary: /;
-
 const faults: unknown[] = [];
 const onFault = (err: unknown) => faults.push(err);
 
@@ -352,8 +343,7 @@ function checkConnectAnswer(rpc: Rpc, res: Awaited<ReturnType<typeof post>>, bod
   const message = typeof err.message === "string" ? err.message : "";
   expect(Object.keys(CONNECT_STATUS), where).toContain(code);
   expect(res.status, `${where}: HTTP status of ${code}`).toBe(CONNECT_STATUS[code]);
-  const knownDefect = code === "internal" && KNOWN_BINARY_PARSE.test(message);
-  if (!knownDefect) expect(BAD_CODES.has(code), `${where}: ${code} is not an acceptable answer to a bad body`).toBe(false);
+  expect(BAD_CODES.has(code), `${where}: ${code} is not an acceptable answer to a bad body`).toBe(false);
   if (code === "permission_denied") expect(message, where).not.toMatch(/needs role|has no authorisation rule/);
   expect(echoes(message, body), `${where}: the message quotes the body`).toBeUndefined();
 }
@@ -509,8 +499,7 @@ describe("fuzzing gRPC requests (valid admin token)", () => {
         expect(res.status, where).toBe(200);
         expect(res.grpcStatus, where).toBeGreaterThanOrEqual(0);
         expect(res.grpcStatus, where).toBeLessThanOrEqual(16);
-        const knownDefect = res.grpcStatus === Code.Internal && KNOWN_BINARY_PARSE.test(res.grpcMessage);
-        if (!knownDefect) expect(BAD_GRPC.has(res.grpcStatus), `${where}: not an acceptable answer to a bad body`).toBe(false);
+        expect(BAD_GRPC.has(res.grpcStatus), `${where}: not an acceptable answer to a bad body`).toBe(false);
         expect(echoes(res.grpcMessage, Buffer.from(bytes).toString("utf8")), where).toBeUndefined();
       }),
       { ...fuzzOptions, numRuns: FUZZ_RUNS * 2, examples: FEW.map((r) => [r, new Uint8Array([0x0a, 0xff, 0xff])] as [Rpc, Uint8Array]) },
@@ -518,17 +507,26 @@ describe("fuzzing gRPC requests (valid admin token)", () => {
     await stillServing();
   });
 
-  it("pins the known defect: a protobuf body that does not parse is answered internal, not invalid_argument, on Connect, gRPC and gRPC-Web", async () => {
+  it("a protobuf body that does not parse is invalid_argument on Connect (unary and streaming), gRPC and gRPC-Web — connect-es alone says internal", async () => {
     const getSkill = UNARY.find((r) => r.path === "ongrid.v1.SkillService/GetSkill")!;
     const bad = new Uint8Array([0x0a, 0xff, 0xff]);
     const viaConnect = await post(getSkill, bad, "application/proto");
-    expect(viaConnect.status).toBe(500);
-    expect(JSON.parse(viaConnect.text)).toEqual({ code: "internal", message: "parse binary: premature EOF" });
+    expect(viaConnect.status).toBe(400);
+    expect(JSON.parse(viaConnect.text)).toEqual({ code: "invalid_argument", message: "parse binary: premature EOF" });
     const viaGrpc = await grpcPost(session, getSkill, frame(bad));
-    expect(viaGrpc).toMatchObject({ status: 200, grpcStatus: Code.Internal, grpcMessage: "parse binary: premature EOF" });
+    expect(viaGrpc).toMatchObject({ status: 200, grpcStatus: Code.InvalidArgument, grpcMessage: "parse binary: premature EOF" });
     const viaWeb = await fetch(`${m.url}/${getSkill.path}`, { method: "POST", headers: { "content-type": "application/grpc-web+proto", authorization: `Bearer ${admin()}` }, body: frame(bad) });
-    expect(Buffer.from(await viaWeb.arrayBuffer()).toString("latin1")).toMatch(/grpc-status: 13\r\ngrpc-message: parse%20binary%3A%20premature%20EOF|grpc-message: parse%20binary%3A%20premature%20EOF\r\ngrpc-status: 13/);
-    // It is refused before any handler runs: no crash, and the manager keeps serving.
+    const webText = Buffer.from(await viaWeb.arrayBuffer()).toString("latin1");
+    expect(webText).toMatch(/grpc-status: 3\r\n/);
+    expect(webText).toMatch(/grpc-message: parse%20binary%3A%20premature%20EOF/);
+    // A server-streaming method over the Connect protocol: the error is the end-of-stream frame.
+    const viaStream = await fetch(`${m.url}/ongrid.v1.ApprovalService/Watch`, { method: "POST", headers: { "content-type": "application/connect+proto", authorization: `Bearer ${admin()}` }, body: frame(bad) });
+    const streamText = Buffer.from(await viaStream.arrayBuffer()).toString("latin1");
+    expect(streamText).toContain('{"error":{"code":"invalid_argument","message":"parse binary: premature EOF"}}');
+    // Other errors are left as they were: malformed JSON is invalid_argument, as connect-es makes it.
+    const badJson = await post(getSkill, "{", "application/json");
+    expect(badJson.status).toBe(400);
+    expect(JSON.parse(badJson.text).code).toBe("invalid_argument");
     await stillServing();
   });
 });

@@ -1,0 +1,129 @@
+/**
+ * The RPC request handler: connect-node's adapter (Connect, gRPC and gRPC-Web on one handler),
+ * with one correction. connect-es answers a protobuf request body that does not parse with
+ * Code.Internal ("parse binary: premature EOF") — it shares the decoder with its clients, where a
+ * bad payload is the server's fault — while a bad JSON body is invalid_argument. On a server the
+ * body is the caller's input: such answers are rewritten to invalid_argument, in each protocol's
+ * own form (a Connect unary error body and status, a gRPC trailer, a gRPC-Web trailer frame, a
+ * Connect end-of-stream frame). Nothing else is changed.
+ */
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import type { DualHandler } from "./listen.ts";
+
+/** Options of the handler: the router's, plus where RPC routes come from and what else is served. */
+export interface RpcAdapterOptions extends ConnectRouterOptions {
+  routes(router: ConnectRouter): void;
+  contextValues?: (req: Parameters<DualHandler>[0]) => ContextValues;
+  /** Requests that are not RPCs. */
+  fallback: DualHandler;
+}
+
+/** Builds the handler. */
+export function rpcAdapter(options: RpcAdapterOptions): DualHandler {
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  options.routes(router);
+  const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  return (req, res) => {
+    const handler = paths.get((req.url ?? "").split("?", 2)[0]!);
+    if (!handler) return options.fallback(req, res);
+    const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, options.contextValues?.(req));
+    handler(uReq)
+      .then(async (uRes) => universalResponseToNodeResponse(await badBodyIsInvalidArgument(uRes), res as never))
+      .catch((reason) => {
+        if (ConnectError.from(reason).code === Code.Aborted) return;
+        console.error(`handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`, reason);
+      });
+  };
+}
+
+const PARSE_FAILURE = "parse binary: ";
+const INTERNAL = String(Code.Internal);
+const INVALID = String(Code.InvalidArgument);
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The response with an internal "parse binary:" error turned into invalid_argument; any other response unchanged. */
+export async function badBodyIsInvalidArgument(uRes: UniversalServerResponse): Promise<UniversalServerResponse> {
+  const type = uRes.header?.get("content-type") ?? "";
+  const body = uRes.body;
+  if (body === undefined || body instanceof Uint8Array) return uRes;
+  if (uRes.status === 500 && type.startsWith("application/json")) {
+    // Connect unary: the error is the whole (small) body, and the status follows its code, so the
+    // body is read before the status is sent.
+    const chunks: Uint8Array[] = [];
+    for await (const c of body) chunks.push(c);
+    const bytes = Buffer.concat(chunks);
+    const err = parseJson(decoder.decode(bytes)) as { code?: unknown; message?: unknown } | undefined;
+    if (err?.code === "internal" && typeof err.message === "string" && err.message.startsWith(PARSE_FAILURE)) {
+      const out = encoder.encode(JSON.stringify({ ...err, code: "invalid_argument" }));
+      const header = new Headers(uRes.header);
+      header.set("content-length", String(out.byteLength));
+      return { ...uRes, status: 400, header, body: single(out) };
+    }
+    return { ...uRes, body: single(bytes) };
+  }
+  if (type.startsWith("application/grpc-web")) return { ...uRes, body: mapChunks(body, fixGrpcWebTrailer) };
+  if (type.startsWith("application/grpc")) return { ...uRes, body: thenFixTrailer(body, uRes) };
+  if (type.startsWith("application/connect+")) return { ...uRes, body: mapChunks(body, fixConnectEndStream) };
+  return uRes;
+}
+
+async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+async function* mapChunks(body: AsyncIterable<Uint8Array>, fix: (chunk: Uint8Array) => Uint8Array): AsyncIterable<Uint8Array> {
+  for await (const c of body) yield fix(c);
+}
+
+/** gRPC: the status is in the trailer, complete once the body has ended. */
+async function* thenFixTrailer(body: AsyncIterable<Uint8Array>, uRes: UniversalServerResponse): AsyncIterable<Uint8Array> {
+  for await (const c of body) yield c;
+  const t = uRes.trailer;
+  if (t?.get("grpc-status") === INTERNAL && decodeURIComponent(t.get("grpc-message") ?? "").startsWith(PARSE_FAILURE)) t.set("grpc-status", INVALID);
+}
+
+/** One enveloped frame: flags, then a 4-byte big-endian length, then the payload; undefined unless the chunk is exactly that. */
+function envelope(chunk: Uint8Array): { flags: number; payload: Uint8Array } | undefined {
+  if (chunk.byteLength < 5) return undefined;
+  const len = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength).getUint32(1);
+  return len === chunk.byteLength - 5 ? { flags: chunk[0]!, payload: chunk.subarray(5) } : undefined;
+}
+
+function envelopeOf(flags: number, payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + payload.byteLength);
+  out[0] = flags;
+  new DataView(out.buffer).setUint32(1, payload.byteLength);
+  out.set(payload, 5);
+  return out;
+}
+
+/** gRPC-Web: the trailers travel as the last frame (flag 0x80), `name: value` lines. */
+function fixGrpcWebTrailer(chunk: Uint8Array): Uint8Array {
+  const env = envelope(chunk);
+  if (!env || (env.flags & 0x80) === 0) return chunk;
+  const text = decoder.decode(env.payload);
+  const message = /^grpc-message: (.*)$/im.exec(text)?.[1] ?? "";
+  if (!/^grpc-status: 13\r?$/im.test(text) || !decodeURIComponent(message.trim()).startsWith(PARSE_FAILURE)) return chunk;
+  return envelopeOf(env.flags, encoder.encode(text.replace(/^grpc-status: 13(\r?)$/im, `grpc-status: ${INVALID}$1`)));
+}
+
+/** Connect streaming: the end-of-stream frame (flag 0x02) holds `{"error": {"code", "message"}}`. */
+function fixConnectEndStream(chunk: Uint8Array): Uint8Array {
+  const env = envelope(chunk);
+  if (!env || (env.flags & 0x02) === 0) return chunk;
+  const end = parseJson(decoder.decode(env.payload)) as { error?: { code?: unknown; message?: unknown } } | undefined;
+  const err = end?.error;
+  if (err?.code !== "internal" || typeof err.message !== "string" || !err.message.startsWith(PARSE_FAILURE)) return chunk;
+  return envelopeOf(env.flags, encoder.encode(JSON.stringify({ ...end, error: { ...err, code: "invalid_argument" } })));
+}
