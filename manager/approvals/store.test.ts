@@ -26,6 +26,13 @@ function request(over: Partial<NewApproval> = {}): NewApproval {
 
 const APPROVERS = Array.from({ length: 10 }, (_, i) => `approver-${i}`);
 
+/** A request as the dispatcher leaves it: created, then its audit row's seq recorded (votes need it). */
+async function recorded(store: ReturnType<typeof createApprovalStore>, n: NewApproval, seq = 1): Promise<ApprovalRow> {
+  const row = await store.create(n);
+  await store.setRequestSeq(row.id, seq);
+  return { ...row, requestAuditSeq: seq };
+}
+
 describeBothBackends("approval store", (backend) => {
   test("create stores a pending request with the hash of the canonical params", async () => {
     const store = createApprovalStore(await backend.open());
@@ -69,7 +76,7 @@ describeBothBackends("approval store", (backend) => {
 
   test("vote: the requester is refused, one of two keeps it pending, a repeat is refused, the second distinct approver runs it", async () => {
     const store = createApprovalStore(await backend.open());
-    const row = await store.create(request({ requiredApprovals: 2 }));
+    const row = await recorded(store, request({ requiredApprovals: 2 }));
 
     const self = await rejection(store.vote(row.id, "olivia", "me"));
     expect(self.code).toBe("permission_denied");
@@ -97,9 +104,21 @@ describeBothBackends("approval store", (backend) => {
     expect((await store.get(row.id))!.votes).toHaveLength(2);
   });
 
+  test("a request whose audit row is not recorded cannot be approved; once it is, it can", async () => {
+    const store = createApprovalStore(await backend.open());
+    const row = await store.create(request());
+    const refused = await store.vote(row.id, "approver-0", "").catch((e: OngridError) => e);
+    expect(refused).toBeInstanceOf(OngridError);
+    expect((refused as OngridError).code).toBe("failed_precondition");
+    expect((refused as OngridError).message).toBe(`approval request ${row.id} is not recorded in the audit log yet`);
+    expect((await store.get(row.id))?.votes).toEqual([]);
+    await store.setRequestSeq(row.id, 7);
+    expect((await store.vote(row.id, "approver-0", "")).quorum).toBe(true);
+  });
+
   test("a vote after expiry is refused as expired", async () => {
     const store = createApprovalStore(await backend.open());
-    const row = await store.create(request({ ttlMs: 60_000 }));
+    const row = await recorded(store, request({ ttlMs: 60_000 }));
     const e = await rejection(store.vote(row.id, "alice", "", new Date(row.expiresAt.getTime())));
     expect(e.code).toBe("failed_precondition");
     expect(e.message).toBe(`approval request ${row.id} expired at ${row.expiresAt.toISOString()}`);
@@ -110,7 +129,7 @@ describeBothBackends("approval store", (backend) => {
 
   test("deny ends a pending request; votes and denials after it are refused", async () => {
     const store = createApprovalStore(await backend.open());
-    const row = await store.create(request({ requiredApprovals: 2 }));
+    const row = await recorded(store, request({ requiredApprovals: 2 }));
     await store.vote(row.id, "alice", "");
     const denied = await store.deny(row.id, "bob", "not during business hours");
     expect(denied).toMatchObject({ state: "denied", deniedBy: "bob", reason: "not during business hours" });
@@ -123,14 +142,14 @@ describeBothBackends("approval store", (backend) => {
     expect((await rejection(store.deny("apr_missing", "bob", ""))).code).toBe("not_found");
 
     // A running request cannot be denied either.
-    const running = await store.create(request());
+    const running = await recorded(store, request());
     await store.vote(running.id, "alice", "");
     expect((await rejection(store.deny(running.id, "bob", ""))).message).toMatch(/already running/);
   });
 
   test("finish only moves a running request", async () => {
     const store = createApprovalStore(await backend.open());
-    const row = await store.create(request());
+    const row = await recorded(store, request());
     expect(await store.finish(row.id, { state: "executed", result: { ok: 1 } })).toBeUndefined();
     expect((await store.get(row.id))!.state).toBe("pending");
     await store.vote(row.id, "alice", "");
@@ -139,11 +158,11 @@ describeBothBackends("approval store", (backend) => {
     expect(await store.finish(row.id, { state: "failed", reason: "again" })).toBeUndefined();
     expect((await store.get(row.id))!.state).toBe("executed");
 
-    const failing = await store.create(request());
+    const failing = await recorded(store, request());
     await store.vote(failing.id, "alice", "");
     expect(await store.finish(failing.id, { state: "failed", reason: "edge went away" })).toMatchObject({ state: "failed", reason: "edge went away", result: null });
 
-    const denied = await store.create(request());
+    const denied = await recorded(store, request());
     await store.deny(denied.id, "alice", "");
     expect(await store.finish(denied.id, { state: "executed" })).toBeUndefined();
     expect(await store.finish("apr_missing", { state: "executed" })).toBeUndefined();
@@ -151,12 +170,12 @@ describeBothBackends("approval store", (backend) => {
 
   test("expireDue moves only due pending requests", async () => {
     const store = createApprovalStore(await backend.open());
-    const due = await store.create(request({ ttlMs: 1_000 }));
-    const dueToo = await store.create(request({ ttlMs: 2_000 }));
-    const notYet = await store.create(request({ ttlMs: 600_000 }));
-    const running = await store.create(request({ ttlMs: 1_000 }));
+    const due = await recorded(store, request({ ttlMs: 1_000 }));
+    const dueToo = await recorded(store, request({ ttlMs: 2_000 }));
+    const notYet = await recorded(store, request({ ttlMs: 600_000 }));
+    const running = await recorded(store, request({ ttlMs: 1_000 }));
     await store.vote(running.id, "alice", "");
-    const denied = await store.create(request({ ttlMs: 1_000 }));
+    const denied = await recorded(store, request({ ttlMs: 1_000 }));
     await store.deny(denied.id, "alice", "no");
 
     const now = new Date(dueToo.expiresAt.getTime()); // expiry == now counts as due
@@ -172,9 +191,9 @@ describeBothBackends("approval store", (backend) => {
 
   test("failInterrupted fails running requests only", async () => {
     const store = createApprovalStore(await backend.open());
-    const a = await store.create(request());
-    const b = await store.create(request());
-    const pending = await store.create(request());
+    const a = await recorded(store, request());
+    const b = await recorded(store, request());
+    const pending = await recorded(store, request());
     await store.vote(a.id, "alice", "");
     await store.vote(b.id, "alice", "");
     const failed = await store.failInterrupted();
@@ -189,7 +208,7 @@ describeBothBackends("approval store", (backend) => {
 
   test("waitFinal resolves on a later finish, at once for a final row, and rejects on abort", async () => {
     const store = createApprovalStore(await backend.open());
-    const row = await store.create(request());
+    const row = await recorded(store, request());
     const waiting = store.waitFinal(row.id);
     let settled = false;
     void waiting.then(() => (settled = true), () => (settled = true));
@@ -205,7 +224,7 @@ describeBothBackends("approval store", (backend) => {
     // Already final: resolves from the database.
     expect(await store.waitFinal(row.id)).toMatchObject({ state: "executed" });
 
-    const open = await store.create(request());
+    const open = await recorded(store, request());
     const ac = new AbortController();
     const aborted = store.waitFinal(open.id, ac.signal);
     setTimeout(() => ac.abort(), 10);
@@ -238,7 +257,7 @@ describeBothBackends("approval store", (backend) => {
   test("RACE: 10 approvers voting at once on a 1-approval request: exactly one vote counts and it completes the quorum", async () => {
     const stores = await racers(backend.kind === "postgres" ? 3 : 1);
     for (let round = 0; round < 5; round++) {
-      const row = await stores[0]!.create(request({ requiredApprovals: 1 }));
+      const row = await recorded(stores[0]!, request({ requiredApprovals: 1 }));
       const results = await Promise.allSettled(APPROVERS.map((u, i) => stores[i % stores.length]!.vote(row.id, u, `vote ${i}`)));
       const ok = results.filter((r): r is PromiseFulfilledResult<{ row: ApprovalRow; quorum: boolean }> => r.status === "fulfilled");
       expect(ok).toHaveLength(1);
@@ -259,7 +278,7 @@ describeBothBackends("approval store", (backend) => {
   test("RACE: 10 distinct approvers voting at once on a 2-approval request: exactly two votes, one quorum", async () => {
     const stores = await racers(backend.kind === "postgres" ? 3 : 1);
     for (let round = 0; round < 5; round++) {
-      const row = await stores[0]!.create(request({ requiredApprovals: 2, effectiveClass: "dangerous" }));
+      const row = await recorded(stores[0]!, request({ requiredApprovals: 2, effectiveClass: "dangerous" }));
       const results = await Promise.allSettled(APPROVERS.map((u, i) => stores[i % stores.length]!.vote(row.id, u, "")));
       const ok = results.filter((r): r is PromiseFulfilledResult<{ row: ApprovalRow; quorum: boolean }> => r.status === "fulfilled");
       expect(ok).toHaveLength(2);
@@ -275,7 +294,7 @@ describeBothBackends("approval store", (backend) => {
 
   test("RACE: one approver voting 10 times at once counts once", async () => {
     const stores = await racers(backend.kind === "postgres" ? 3 : 1);
-    const row = await stores[0]!.create(request({ requiredApprovals: 2 }));
+    const row = await recorded(stores[0]!, request({ requiredApprovals: 2 }));
     const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => stores[i % stores.length]!.vote(row.id, "alice", "")));
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     for (const r of results) if (r.status === "rejected") expect((r.reason as OngridError).message).toMatch(/already approved/);
@@ -285,7 +304,7 @@ describeBothBackends("approval store", (backend) => {
   test("RACE: concurrent vote and deny: the request ends one way only", async () => {
     const stores = await racers(backend.kind === "postgres" ? 2 : 1);
     for (let round = 0; round < 5; round++) {
-      const row = await stores[0]!.create(request());
+      const row = await recorded(stores[0]!, request());
       const [v, d] = await Promise.allSettled([stores[0]!.vote(row.id, "alice", ""), stores[stores.length - 1]!.deny(row.id, "bob", "")]);
       const stored = (await stores[0]!.get(row.id))!;
       expect([v.status, d.status].filter((s) => s === "fulfilled")).toHaveLength(1);

@@ -121,6 +121,8 @@ export function createApprovalStore(database: Database) {
             eq(approvals.id, id),
             eq(approvals.state, "pending"),
             gt(approvals.expiresAt, now),
+            // Not before its request row is in the audit log (a request whose row could not be written never runs).
+            gt(approvals.requestAuditSeq, 0),
             ne(approvals.requesterUserId, userId),
             ne(approvals.onBehalfOf, userId),
             sql`not (${approvals.votes} @> ${JSON.stringify([{ userId }])}::jsonb)`,
@@ -140,6 +142,9 @@ export function createApprovalStore(database: Database) {
         throw new OngridError("failed_precondition", `"${userId}" already approved ${id} at ${mine.at}; an approval counts once`, row.state === "pending" ? `it needs ${row.requiredApprovals} distinct approvers` : undefined);
       }
       if (row.state !== "pending") throw new OngridError("failed_precondition", `approval request ${id} is already ${row.state}`, "only pending requests can be approved");
+      if (row.requestAuditSeq <= 0 && row.expiresAt > now) {
+        throw new OngridError("failed_precondition", `approval request ${id} is not recorded in the audit log yet`, "retry in a moment; a request that cannot be recorded is withdrawn");
+      }
       throw new OngridError("failed_precondition", `approval request ${id} expired at ${row.expiresAt.toISOString()}`, "ask the requester to request it again");
     },
 

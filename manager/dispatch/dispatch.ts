@@ -403,7 +403,15 @@ export function createDispatcher(deps: DispatcherDeps) {
       sop,
     });
     trail.approvalId = row.id;
-    const seq = await record(who, trail, startedAt, { result: null, error: "" });
+    let seq: number;
+    try {
+      seq = await record(who, trail, startedAt, { result: null, error: "" });
+    } catch (err) {
+      // The caller is told the call was not recorded: the request must not stay approvable. The store
+      // refuses votes on a request without its audit row anyway (this may fail on the same database).
+      await approvals.deny(row.id, "system", "the request could not be recorded in the audit log; request it again").catch(() => undefined);
+      throw err;
+    }
     await approvals.setRequestSeq(row.id, seq);
     if (!input.waitForApproval) return { auditSeq: seq, approval: { ...row, requestAuditSeq: seq } };
     const end = await approvals.waitFinal(row.id, input.signal);
