@@ -1,6 +1,6 @@
 /** tail_file (D2): the last lines of a log file, confined to the directories the edge's config allows. */
 import { constants } from "node:fs";
-import { open, realpath, stat, type FileHandle } from "node:fs/promises";
+import { lstat, open, readlink, realpath, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { defineSkill } from "../../skill/define.ts";
 import { SkillError } from "../../skill/errors.ts";
@@ -63,7 +63,59 @@ async function loadRoots(settings: Readonly<Record<string, unknown>>): Promise<{
 
 function inside(target: string, root: string): boolean {
   const rel = path.relative(root, target);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+  // `..` only as a whole first component: a file named "..foo" inside the root is inside.
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/** Symlinks followed at most while resolving one path (Linux's own limit). */
+const MAX_SYMLINK_HOPS = 40;
+
+type Resolved =
+  | { kind: "ok"; real: string }
+  | { kind: "outside" }
+  | { kind: "loop" }
+  | { kind: "missing" }
+  | { kind: "error"; code: string };
+
+/**
+ * Resolves `lexical` one component at a time, like the kernel (a `..` after a symlink goes to the
+ * parent of the link's target), and stops as soon as the resolved prefix leaves the real roots
+ * (other than on the way down from / to a root), so nothing outside is ever looked at: whether a
+ * file outside exists, or a symlink out dangles, cannot change the answer.
+ */
+async function resolveConfined(lexical: string, realRoots: string[]): Promise<Resolved> {
+  const onTheWay = (p: string) => realRoots.some((r) => inside(p, r) || inside(r, p));
+  const pending = lexical.split("/").filter((c) => c !== "" && c !== ".");
+  let cur = "/";
+  let hops = 0;
+  while (pending.length > 0) {
+    const part = pending.shift()!;
+    const next = part === ".." ? path.dirname(cur) : path.join(cur, part);
+    if (!onTheWay(next)) return { kind: "outside" };
+    if (part === "..") {
+      cur = next;
+      continue;
+    }
+    let info;
+    try {
+      info = await lstat(next);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      // A missing component counts as inside only if the path would be inside a root.
+      if (code === "ENOENT" || code === "ENOTDIR") return realRoots.some((r) => inside(next, r)) ? { kind: "missing" } : { kind: "outside" };
+      return { kind: "error", code };
+    }
+    if (info.isSymbolicLink()) {
+      if (++hops > MAX_SYMLINK_HOPS) return { kind: "loop" };
+      const target = await readlink(next);
+      pending.unshift(...target.split("/").filter((c) => c !== "" && c !== "."));
+      if (target.startsWith("/")) cur = "/";
+      continue;
+    }
+    if (pending.length > 0 && !info.isDirectory()) return realRoots.some((r) => inside(next, r)) ? { kind: "missing" } : { kind: "outside" };
+    cur = next;
+  }
+  return realRoots.some((r) => inside(cur, r)) ? { kind: "ok", real: cur } : { kind: "outside" };
 }
 
 function notAllowed(requested: string, roots: string[], why: string): SkillError {
@@ -164,17 +216,28 @@ export default defineSkill({
     const lexical = path.resolve(requested);
     if (![...roots.configured, ...roots.real].some((r) => inside(lexical, r))) throw notAllowed(requested, shown, "is outside the allowed roots");
 
-    let real: string;
-    try {
-      real = await realpath(lexical);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") throw new SkillError("not_found", `${JSON.stringify(requested)} does not exist`, "Check the file name; log files are often rotated (e.g. .1 or .gz suffixes) or live under another directory.");
-      if (code === "EACCES") throw new SkillError("permission_denied", `the edge may not access ${JSON.stringify(requested)}`, "The edge's user lacks permission on the file or a directory above it; ask an operator to grant read access (e.g. the adm group).");
-      if (code === "ELOOP") throw notAllowed(requested, shown, "is a symlink loop");
-      throw new SkillError("read_failed", `cannot resolve ${JSON.stringify(requested)}: ${code ?? (err as Error).message}`, "Retry once; if it persists, report it to an operator.");
+    if (Buffer.byteLength(lexical) > 4095 || lexical.split("/").some((c) => Buffer.byteLength(c) > 255)) {
+      throw new SkillError("invalid_argument", 'param "path": too long (at most 4095 bytes, and 255 bytes per path component)', "Pass the real path of the log file.");
     }
-    if (!roots.real.some((r) => inside(real, r))) throw notAllowed(requested, shown, `resolves to ${JSON.stringify(real)} (through a symlink), outside the allowed roots`);
+
+    // Under a configured root that is itself a symlink: continue from its real path.
+    let start = lexical;
+    const viaConfigured = roots.configured.find((c) => inside(lexical, c) && !roots.real.some((r) => inside(lexical, r)));
+    if (viaConfigured !== undefined) {
+      const realRoot = await realpath(viaConfigured).catch(() => undefined);
+      if (realRoot === undefined) throw notAllowed(requested, shown, "is under an allowed root that does not exist on this host");
+      start = path.join(realRoot, path.relative(viaConfigured, lexical));
+    }
+    const resolved = await resolveConfined(start, roots.real);
+    if (resolved.kind === "outside") throw notAllowed(requested, shown, "leads outside the allowed roots (through .. or a symlink)");
+    if (resolved.kind === "loop") throw notAllowed(requested, shown, `follows more than ${MAX_SYMLINK_HOPS} symlinks (a symlink loop)`);
+    if (resolved.kind === "missing") throw new SkillError("not_found", `${JSON.stringify(requested)} does not exist`, "Check the file name; log files are often rotated (e.g. .1 or .gz suffixes) or live under another directory.");
+    if (resolved.kind === "error") {
+      if (resolved.code === "EACCES") throw new SkillError("permission_denied", `the edge may not access ${JSON.stringify(requested)}`, "The edge's user lacks permission on the file or a directory above it; ask an operator to grant read access (e.g. the adm group).");
+      if (resolved.code === "ENAMETOOLONG") throw new SkillError("invalid_argument", 'param "path": too long', "Pass the real path of the log file.");
+      throw new SkillError("read_failed", `cannot resolve ${JSON.stringify(requested)}: ${resolved.code}`, "Retry once; if it persists, report it to an operator.");
+    }
+    const real = resolved.real;
 
     const info = await stat(real);
     if (info.isDirectory()) throw new SkillError("is_directory", `${JSON.stringify(requested)} is a directory`, "Pass the path of a file inside it; host_files lists a directory's files.");
@@ -193,6 +256,9 @@ export default defineSkill({
     try {
       const opened = await fh.stat();
       if (!opened.isFile() || opened.ino !== info.ino || opened.dev !== info.dev) throw notAllowed(requested, shown, "changed while being opened");
+      // A directory above the file swapped for a symlink between the checks and the open: ask the kernel what was opened.
+      const openedPath = await realpath(`/proc/self/fd/${fh.fd}`).catch(() => undefined);
+      if (openedPath !== undefined && !roots.real.some((r) => inside(openedPath, r))) throw notAllowed(requested, shown, "changed while being opened");
       const maxScan = typeof ctx.settings.max_scan_bytes === "number" && ctx.settings.max_scan_bytes > 0 ? ctx.settings.max_scan_bytes : DEFAULT_SCAN_BYTES;
       const tail = await readTail(fh, opened.size, params.lines, grep, maxScan);
       if (ctx.signal.aborted) throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error("the call was cancelled");
