@@ -196,7 +196,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   const rpc = rpcAdapter({
     routes: routes(core),
     readMaxBytes: config.server.max_request_bytes,
-    interceptors: [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log })],
+    interceptors: [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log, authFailures: { limit: config.server.auth_failures_per_minute, windowMs: parseDuration(config.server.auth_failure_window) } })],
     contextValues: requestContextValues,
     fallback: (req, res) => {
       try {

@@ -15,6 +15,8 @@ export const CONFIG_SCHEMA = {
         tls_key: { type: "string", default: "", description: "PEM private key file for tls_cert.", env: "ONGRID_TLS_KEY" },
         max_request_bytes: { type: "integer", minimum: 1024, maximum: 268435456, default: 1048576, description: "Largest accepted request message; bigger ones are refused with RESOURCE_EXHAUSTED.", env: "ONGRID_MAX_REQUEST_BYTES" },
         console_dir: { type: "string", default: "", description: "Directory of the built web console (index.html + assets/); empty serves dist/console, which `npm run build:web` and `npm start` build.", env: "ONGRID_CONSOLE_DIR" },
+        auth_failures_per_minute: { type: "integer", minimum: 1, maximum: 100000, default: 20, description: "Failed authentications from one peer address within server.auth_failure_window after which every request from that address (even with a valid token) is refused with RESOURCE_EXHAUSTED until the window passes.", env: "ONGRID_AUTH_FAILURES_PER_MINUTE" },
+        auth_failure_window: { type: "string", default: "1m", description: "Sliding window over which server.auth_failures_per_minute counts failed authentications per address.", env: "ONGRID_AUTH_FAILURE_WINDOW", format: "duration" },
       },
     },
     tunnel: {
@@ -160,7 +162,7 @@ export const CONFIG_SCHEMA = {
 
 /** The validated configuration. */
 export interface ManagerConfig {
-  server: { host: string; port: number; tls_cert: string; tls_key: string; max_request_bytes: number; console_dir: string };
+  server: { host: string; port: number; tls_cert: string; tls_key: string; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string };
   tunnel: { heartbeat_interval: string; max_frame_bytes: number };
   data_dir: string;
   database_url: string;

@@ -10,7 +10,7 @@ import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { IdentityStore } from "../identity/store.ts";
 import { roleAtLeast } from "../identity/store.ts";
 import { RPC_RULES } from "../identity/rules.ts";
-import { kCaller } from "./caller.ts";
+import { kCaller, kPeerAddress } from "./caller.ts";
 
 /** The bearer token of an authorization header value, or undefined. */
 export function bearerToken(header: string | null): string | undefined {
@@ -28,9 +28,81 @@ function describe(path: string, message: unknown): { toolName: string; args: Rec
   return { toolName: path, args: { rpc: path, ...(typeof m.id === "string" && m.id ? { id: m.id } : {}) }, deviceId: "" };
 }
 
+/** Defaults of server.auth_failures_per_minute, server.auth_failure_window and the tracked-address cap. */
+export const DEFAULT_AUTH_FAILURES = 20;
+export const DEFAULT_AUTH_FAILURE_WINDOW_MS = 60_000;
+export const DEFAULT_MAX_TRACKED_ADDRESSES = 10_000;
+
+/**
+ * Counts failed authentications per peer address in a sliding window (S2): once `limit` failures
+ * fall within `windowMs`, the address is blocked until the oldest of them leaves the window.
+ * Only failures are recorded (a blocked request is not one, so refusals never extend the block);
+ * at most `limit` timestamps are kept per address and at most `maxAddresses` addresses are
+ * tracked, the least recently failing dropped first.
+ */
+export class AuthFailureLimiter {
+  readonly limit: number;
+  readonly windowMs: number;
+  private readonly maxAddresses: number;
+  private readonly now: () => number;
+  /** Address → failure times, oldest first; Map order is least recently failing first. */
+  private readonly failures = new Map<string, number[]>();
+
+  constructor(opts: { limit?: number; windowMs?: number; maxAddresses?: number; now?: () => number } = {}) {
+    this.limit = Math.max(1, Math.floor(opts.limit ?? DEFAULT_AUTH_FAILURES));
+    this.windowMs = Math.max(1, opts.windowMs ?? DEFAULT_AUTH_FAILURE_WINDOW_MS);
+    this.maxAddresses = Math.max(1, Math.floor(opts.maxAddresses ?? DEFAULT_MAX_TRACKED_ADDRESSES));
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Failure times of `address` still inside the window (forgetting the address once none are). */
+  private recent(address: string, now: number): number[] {
+    const list = this.failures.get(address);
+    if (!list) return [];
+    while (list.length > 0 && list[0]! <= now - this.windowMs) list.shift();
+    if (list.length === 0) this.failures.delete(address);
+    return list;
+  }
+
+  /** Milliseconds until `address` may try again; 0 when it is not blocked. */
+  blockedForMs(address: string): number {
+    const now = this.now();
+    const list = this.recent(address, now);
+    return list.length >= this.limit ? list[list.length - this.limit]! + this.windowMs - now : 0;
+  }
+
+  /** Records one failed authentication from `address`. */
+  recordFailure(address: string): void {
+    const now = this.now();
+    const list = this.recent(address, now);
+    list.push(now);
+    if (list.length > this.limit) list.splice(0, list.length - this.limit);
+    this.failures.delete(address); // re-inserted: now the most recently failing
+    this.failures.set(address, list);
+    while (this.failures.size > this.maxAddresses) this.failures.delete(this.failures.keys().next().value!);
+  }
+
+  /** How many addresses are tracked (for tests and metrics). */
+  get size(): number {
+    return this.failures.size;
+  }
+}
+
+/** An IPv4 peer seen on a dual-stack socket ("::ffff:127.0.0.1") counts as its IPv4 address. */
+function peerKey(address: string): string {
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
+}
+
 /** Builds the interceptor. */
-export function authInterceptor(deps: { identity: IdentityStore; audit: AuditLog; log: Logger }): Interceptor {
+export function authInterceptor(deps: {
+  identity: IdentityStore;
+  audit: AuditLog;
+  log: Logger;
+  /** server.auth_failures_per_minute and server.auth_failure_window (ms); defaults 20 per 1 min. */
+  authFailures?: { limit?: number; windowMs?: number; maxAddresses?: number; now?: () => number };
+}): Interceptor {
   const { identity, audit, log } = deps;
+  const limiter = new AuthFailureLimiter(deps.authFailures);
   return (next) => async (req) => {
     const path = `${req.method.parent.typeName}/${req.method.name}`;
     const refuse = async (err: OngridError, who: { userId: string; role: string }): Promise<never> => {
@@ -46,6 +118,21 @@ export function authInterceptor(deps: { identity: IdentityStore; audit: AuditLog
       );
       throw err;
     };
+    // Before the token is looked at: an address that failed too often is refused whatever it sends now.
+    // Without a peer address (not a network caller) there is nothing to count against.
+    const peer = peerKey(req.contextValues.get(kPeerAddress));
+    const waitMs = peer ? limiter.blockedForMs(peer) : 0;
+    if (waitMs > 0) {
+      log.warn({ rpc: path, peer }, "RPC refused: too many failed authentications from this address");
+      return refuse(
+        new OngridError(
+          "resource_exhausted",
+          `too many failed authentications from this address; retry in ${Math.ceil(waitMs / 1000)} s`,
+          `${limiter.limit} requests from this address failed authentication within ${limiter.windowMs / 1000} s (server.auth_failures_per_minute, server.auth_failure_window); every request from it is refused until then, even with a valid token: check the API token the client sends, then retry after the wait`,
+        ),
+        { userId: "", role: "" },
+      );
+    }
     const raw = bearerToken(req.header.get("authorization"));
     let who;
     try {
@@ -57,7 +144,8 @@ export function authInterceptor(deps: { identity: IdentityStore; audit: AuditLog
         log.error({ rpc: path, err: errorText(err) }, "RPC refused: the API token could not be checked");
         throw new OngridError("unavailable", "cannot check the API token: the database did not answer", "retry shortly; if it persists, check that the manager's database is reachable");
       }
-      log.info({ rpc: path, reason: err.message }, "RPC refused: not authenticated");
+      if (peer) limiter.recordFailure(peer);
+      log.info({ rpc: path, reason: err.message, peer }, "RPC refused: not authenticated");
       return refuse(err, { userId: "", role: "" });
     }
     const min = RPC_RULES[path];

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../manager/config/load.ts";
+import type { Logger } from "pino";
 import { createLogger, startManager, type Manager } from "../../manager/main.ts";
 
 /** A manager for one test file, plus its data directory. */
@@ -13,11 +14,22 @@ export interface TestManager extends Manager {
   stop(): Promise<void>;
 }
 
-/** Boots a manager; overrides are dotted config keys (e.g. "skills.web_search.url"); `keepDir` reuses a data dir and leaves it. */
-export async function bootManager(overrides: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, keepDir?: string): Promise<TestManager> {
+/**
+ * Boots a manager; overrides are dotted config keys (e.g. "skills.web_search.url"); `keepDir` reuses a data dir and leaves it;
+ * `opts.log` replaces the silent logger (e.g. one writing to a buffer at level trace).
+ */
+export async function bootManager(overrides: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, keepDir?: string, opts: { log?: Logger } = {}): Promise<TestManager> {
   const dataDir = keepDir ?? mkdtempSync(join(tmpdir(), "ongrid-test-"));
-  const config = loadConfig({ env, overrides: { "server.port": 0, data_dir: dataDir, ...overrides } });
-  const manager = await startManager(config, createLogger("silent"));
+  const config = loadConfig({ env, overrides: {
+      "server.port": 0,
+      data_dir: dataDir,
+      // Tests send many refused requests from 127.0.0.1 (the authorisation matrix alone hundreds); the
+      // per-address limit of failed authentications is tested where it is set (test/auth-rate-limit.e2e.test.ts).
+      "server.auth_failures_per_minute": 100_000,
+      ...overrides,
+    },
+  });
+  const manager = await startManager(config, opts.log ?? createLogger("silent"));
   const adminToken = manager.bootstrapToken ?? (await manager.identity.createToken("admin", { description: "test" })).token;
   return {
     ...manager,
