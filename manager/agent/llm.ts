@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { parseDuration } from "../../skill/duration.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { compileValidator } from "../../skill/validate.ts";
+import { redact as redactSecrets, redactString } from "../../skill/redact.ts";
 
 /** Model settings as they come from config (section "model"). */
 export interface ModelSettings {
@@ -232,7 +233,8 @@ export function createModelClient(settings: ModelSettings, log: Logger): ModelCl
     if (!validate(value)) {
       throw new ModelError("schema_invalid", `model answer does not match schema "${req.schemaName}": ${describeErrors(validate.errors ?? [])}`, { usage });
     }
-    return { value: value as T, usage, mode: as, model, latencyMs };
+    // What a model writes reaches callers, the session store and logs: scrubbed of secrets here, once (S6).
+    return { value: redactSecrets(value) as T, usage, mode: as, model, latencyMs };
   }
 
   async function structured<T>(req: StructuredRequest): Promise<StructuredResult<T>> {
@@ -274,7 +276,8 @@ export function createModelClient(settings: ModelSettings, log: Logger): ModelCl
     try {
       const { choice, usage, latencyMs, finishReason } = await complete(body, req, { mode: "chat", tools: tools?.length ?? 0 });
       const text = choice?.message?.content;
-      const content = typeof text === "string" && text.trim() !== "" ? text : null;
+      // A model may repeat a secret it saw or invented; its text is scrubbed before anything shows or stores it (S6).
+      const content = typeof text === "string" && text.trim() !== "" ? redactString(text) : null;
       const toolCalls: ToolCall[] = [];
       for (const [i, tc] of (choice?.message?.tool_calls ?? []).entries()) {
         if (tc?.type !== "function") continue;
