@@ -33,7 +33,8 @@ const BACKOFF_BASE_MS = 250;
 /** How the simulated edges behave (the `connect` command's options). */
 export interface SimOptions {
   url: string;
-  edges: Array<{ id: string; token: string }>;
+  /** Each edge; its own labels (optional) are added to the common ones. */
+  edges: Array<{ id: string; token: string; labels?: Record<string, string> }>;
   labels: Record<string, string>;
   /** Dials in flight at once. */
   parallel: number;
@@ -52,6 +53,7 @@ export interface SimOptions {
 interface SimEdge {
   id: string;
   token: string;
+  labels?: Record<string, string>;
   session?: http2.ClientHttp2Session;
   stream?: http2.ClientHttp2Stream;
   welcomed: boolean;
@@ -181,7 +183,7 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
     send(stream, {
       frame: {
         case: "hello",
-        value: { edgeId: edge.id, version: "sim", hostname: edge.id, os: `${process.platform}/${process.arch}`, labels: o.labels, skills: state.inventory },
+        value: { edgeId: edge.id, version: "sim", hostname: edge.id, os: `${process.platform}/${process.arch}`, labels: edge.labels ? { ...o.labels, ...edge.labels } : o.labels, skills: state.inventory },
       },
     });
   });
@@ -262,7 +264,7 @@ serveWorker(async (msg: WorkerMessage) => {
       const errors: string[] = [];
       let failed = 0;
       await pool(state.opts.edges, state.opts.parallel, (e) => {
-        const edge: SimEdge = { id: e.id, token: e.token, welcomed: false, nextBeatAt: 0, everyMs: 5000, attempt: 0, pending: new Map() };
+        const edge: SimEdge = { id: e.id, token: e.token, labels: e.labels, welcomed: false, nextBeatAt: 0, everyMs: 5000, attempt: 0, pending: new Map() };
         state.edges.set(e.id, edge);
         return dial(edge, 60_000).then(
           () => undefined,

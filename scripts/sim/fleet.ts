@@ -38,7 +38,8 @@ export interface FleetStats {
 
 /** What startFleet needs: the edges (ids and tokens) and how they behave. */
 export interface FleetOptions extends Omit<SimOptions, "edges" | "parallel"> {
-  edges: Array<{ id: string; token: string }>;
+  /** The edges; an edge's own labels (optional) are added to `labels`. */
+  edges: Array<{ id: string; token: string; labels?: Record<string, string> }>;
   processes: number;
   /** Dials in flight per process. */
   parallel?: number;
