@@ -41,10 +41,11 @@ import { IdentityService, Role } from "../proto/gen/ongrid/v1/identity_service_p
 import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { PermissionMode } from "../proto/gen/ongrid/v1/skill_pb.ts";
 import { parseDuration } from "../skill/duration.ts";
-import { alive, fdLimit, rssKb, sleep, start, stop, stopAll, waitForLine, type Child } from "./bench/lib/proc.ts";
+import { alive, fdLimit, rssKb, sleep, stop } from "./bench/lib/proc.ts";
 import { infoRow, machineInfo, table, writeJson, type Row } from "./bench/lib/report.ts";
 import { intFlag } from "./bench/lib/flags.ts";
-import { createBenchDatabase, runBench } from "./bench/lib/run.ts";
+import { createBenchDatabase, runBench, runContext } from "./bench/lib/run.ts";
+import { startManagerProcess } from "./bench/lib/manager-proc.ts";
 import { enrollFleet, startFleet, type Fleet, type FleetOptions } from "./sim/fleet.ts";
 import { freePort } from "../test/support/free-port.ts";
 
@@ -142,30 +143,7 @@ function flags(argv: string[]): Options {
 // ---------------------------------------------------------------------------------------------
 // process plumbing
 
-const began = performance.now();
-const secs = () => (performance.now() - began) / 1000;
-const log = (msg: string) => console.log(`[${secs().toFixed(1).padStart(6)} s] ${msg}`);
-const cleanups: Array<() => Promise<void> | void> = [];
-let cleaning: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch((err: Error) => console.error(`soak: cleanup: ${err.message}`));
-    await stopAll();
-  })();
-  return cleaning;
-}
-
-async function startManagerProc(port: number, dataDir: string, databaseUrl: string | undefined, needFds: number): Promise<{ child: Child; url: string; adminToken: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ONGRID_LOG_LEVEL: "warn" };
-  delete env.DATABASE_URL;
-  if (databaseUrl) env.DATABASE_URL = databaseUrl;
-  const child = start("manager", process.execPath, [join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", String(port), "--data", dataDir], { cwd: ROOT, env, needFds });
-  const url = (await waitForLine(child, /listening on (https?:\/\/\S+)/, 120_000))[1];
-  if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):/.test(url)) throw new Error(`the manager is not on loopback: ${url}`);
-  // A fresh manager prints its admin's token once, on the line after this notice.
-  const adminToken = (await waitForLine(child, /first start: created user "admin"[^\n]*\n(ogu_\S+)\n/, 30_000))[1];
-  return { child, url, adminToken };
-}
+const { secs, log, cleanups, cleanup } = runContext("soak");
 
 /** Open file descriptors and threads of a process (NaN when it is gone). */
 function fdCount(pid: number): number {
@@ -445,7 +423,8 @@ async function main(o: Options): Promise<number> {
   }
   const port = await freePort();
   log(`starting the manager (own process, ${o.pglite ? "PGlite" : `PostgreSQL database ${dbName}`}, port ${port})`);
-  const mgr = await startManagerProc(port, join(work, "data"), databaseUrl, needFds);
+  const started = await startManagerProcess({ root: ROOT, port, dataDir: join(work, "data"), databaseUrl, needFds, firstStart: true, listenTimeoutMs: 120_000, tokenTimeoutMs: 30_000 });
+  const mgr = { ...started, adminToken: started.adminToken! };
   cleanups.push(() => stop(mgr.child, 30_000));
   const pid = mgr.child.pid;
 

@@ -42,13 +42,14 @@ import type { AuditRecord } from "../../manager/audit/types.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { buildEdge, spawnToExitMs, startEdgeOnce } from "./lib/edge-binary.ts";
 import { attachGc, type GcReading } from "./lib/gc-rss.ts";
-import { alive, fdLimit, rssKb, sampleRss, settledRss, sleep, start, stop, stopAll, waitForLine, type Child } from "./lib/proc.ts";
+import { alive, fdLimit, rssKb, sampleRss, settledRss, sleep, start, stop } from "./lib/proc.ts";
 import { boundRow, infoRow, machineInfo, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
 import { unary } from "./lib/round-trip.ts";
 import { median } from "./lib/stats.ts";
 import { startWorker, type Worker } from "./lib/worker.ts";
 import { intFlag } from "./lib/flags.ts";
-import { createBenchDatabase, runBench } from "./lib/run.ts";
+import { createBenchDatabase, runBench, runContext } from "./lib/run.ts";
+import { startManagerProcess, type ManagerProc } from "./lib/manager-proc.ts";
 import { enrollFleet, startFleet, type Fleet } from "../sim/fleet.ts";
 import { loadConfig } from "../../manager/config/load.ts";
 import { startManager } from "../../manager/main.ts";
@@ -95,17 +96,7 @@ function flags() {
   };
 }
 
-const began = performance.now();
-const log = (msg: string) => console.log(`[${((performance.now() - began) / 1000).toFixed(1).padStart(6)} s] ${msg}`);
-const cleanups: Array<() => Promise<void> | void> = [];
-let cleaning: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch((err: Error) => console.error(`bench: cleanup: ${err.message}`));
-    await stopAll();
-  })();
-  return cleaning;
-}
+const { secs, log, cleanups, cleanup } = runContext("bench");
 
 /** A database of the run's own on the given PostgreSQL server, dropped at cleanup. */
 async function benchDatabase(serverUrl: string): Promise<string> {
@@ -222,25 +213,6 @@ async function auditSection(serverUrl: string, n: number, rows: Row[], details: 
 // ---------------------------------------------------------------------------------------------
 // the manager process
 
-interface ManagerProc {
-  child: Child;
-  url: string;
-}
-
-async function startManagerProc(port: number, dataDir: string, databaseUrl: string, needFds: number, prof?: string, firstStart = false): Promise<ManagerProc & { adminToken?: string }> {
-  const profile = prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : [];
-  const child = start("manager", process.execPath, [...profile, join(ROOT, "bin", "ongrid.mjs"), "manager", "--port", String(port), "--data", dataDir], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, ONGRID_LOG_LEVEL: "warn" },
-    needFds,
-  });
-  const url = (await waitForLine(child, /listening on (https?:\/\/\S+)/, 60_000))[1];
-  if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):/.test(url)) throw new Error(`the manager is not on loopback: ${url}`);
-  // A fresh manager prints its admin's token once, on the line after this notice.
-  const adminToken = firstStart ? (await waitForLine(child, /first start: created user "admin"[^\n]*\n(ogu_\S+)\n/, 10_000))[1] : undefined;
-  return { child, url, adminToken };
-}
-
 // ---------------------------------------------------------------------------------------------
 // throughput: 10 edges, closed loop
 
@@ -341,7 +313,7 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   const down = performance.now();
   await stop(mgr.proc.child, 30_000);
   log(`  manager stopped after ${((performance.now() - down) / 1000).toFixed(1)} s; starting it again`);
-  const proc = await startManagerProc(mgr.port, mgr.dataDir, mgr.databaseUrl, mgr.needFds, mgr.prof);
+  const proc = await startManagerProcess({ root: ROOT, port: mgr.port, dataDir: mgr.dataDir, databaseUrl: mgr.databaseUrl, needFds: mgr.needFds, cpuProfDir: mgr.prof });
   const upMs = performance.now() - down;
   log(`  listening again ${(upMs / 1000).toFixed(1)} s after the stop`);
   let peakKb = 0;
@@ -431,7 +403,7 @@ async function main(): Promise<number> {
     const port = await freePort();
     const dataDir = join(work, "data");
     log(`starting the manager (own process, PostgreSQL ${new URL(databaseUrl).pathname.slice(1)}, port ${port})`);
-    let proc: ManagerProc = await startManagerProc(port, dataDir, databaseUrl, needFds, o.managerCpuProf, true);
+    let proc: ManagerProc = await startManagerProcess({ root: ROOT, port, dataDir, databaseUrl, needFds, cpuProfDir: o.managerCpuProf, firstStart: true });
     const adminToken = (proc as { adminToken?: string }).adminToken;
     if (!adminToken) throw new Error("the manager did not print its first admin token");
     if (o.only.has("edge")) await edgeSection(work, proc.url, adminToken, rows, details);
@@ -440,7 +412,7 @@ async function main(): Promise<number> {
     await stop(proc.child, 30_000);
   }
 
-  const totalS = (performance.now() - began) / 1000;
+  const totalS = secs();
   console.log(`\nongrid fleet benchmark — ${o.edges} edges, ${cpus().length} CPUs, node ${process.version}\n`);
   console.log(table(rows));
   writeJson(o.out, {

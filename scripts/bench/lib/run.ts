@@ -1,6 +1,7 @@
 /** What every benchmark script does around its main(): signals, a watchdog, cleanup, a database of its own. */
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
+import { stopAll } from "./proc.ts";
 
 /**
  * Runs `main`, then `cleanup`, then exits with main's code (1 when it throws). SIGINT/SIGTERM and
@@ -29,6 +30,24 @@ export function runBench(main: () => Promise<number>, cleanup: () => Promise<voi
       await cleanup();
       process.exit(code);
     });
+}
+
+/**
+ * A run's clock-stamped log and its cleanup list: `cleanup()` runs the cleanups last-added first
+ * (each failure reported, not thrown), then stops every process started with proc.ts; it runs once.
+ */
+export function runContext(name: string) {
+  const began = performance.now();
+  const secs = () => (performance.now() - began) / 1000;
+  const log = (msg: string) => console.log(`[${secs().toFixed(1).padStart(6)} s] ${msg}`);
+  const cleanups: Array<() => Promise<void> | void> = [];
+  let cleaning: Promise<void> | undefined;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      for (const c of cleanups.reverse()) await Promise.resolve(c()).catch((err: Error) => console.error(`${name}: cleanup: ${err.message}`));
+      await stopAll();
+    })());
+  return { secs, log, cleanups, cleanup };
 }
 
 /** A database of the run's own on the given PostgreSQL server (ongrid_bench_<random>), and how to drop it. */
