@@ -171,22 +171,27 @@ describeBothBackends("audit log", (backend) => {
     expect(await audit.list({ limit: 1000 })).toHaveLength(30);
   });
 
-  test("two writers appending concurrently keep one linear chain (a batch beaten to its seq numbers is chained again)", async () => {
+  /** Two audit logs on one database (two connections on PostgreSQL; PGlite is single-connection, so they share it) appending `perRound` rows each per round: one linear chain of every row. */
+  async function twoWriters(rounds: number, perRound: number): Promise<void> {
     const store = await backend.fresh();
     const one = await store.open();
-    // Two connections on PostgreSQL; PGlite is single-connection, so two logs share it there.
     const two = backend.kind === "postgres" ? await store.open() : one;
     const a = createAuditLog(one);
     const b = createAuditLog(two);
-    const batches = [];
-    for (let round = 0; round < 10; round++) {
-      batches.push(...Array.from({ length: 10 }, () => a.append(rec({ sessionId: "a" }))));
-      batches.push(...Array.from({ length: 10 }, () => b.append(rec({ sessionId: "b" }))));
+    const appends = [];
+    for (let round = 0; round < rounds; round++) {
+      appends.push(...Array.from({ length: perRound }, () => a.append(rec({ sessionId: "a" }))));
+      appends.push(...Array.from({ length: perRound }, () => b.append(rec({ sessionId: "b" }))));
       await new Promise((r) => setImmediate(r));
     }
-    const rows = await Promise.all(batches);
-    expect(rows.map((r) => r.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
-    expect(await a.verify()).toMatchObject({ ok: true, rowsChecked: 200 });
+    const rows = await Promise.all(appends);
+    const total = 2 * rounds * perRound;
+    expect(rows.map((r) => r.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect(await a.verify()).toMatchObject({ ok: true, rowsChecked: total });
+  }
+
+  test("two writers appending concurrently keep one linear chain (a batch beaten to its seq numbers is chained again)", async () => {
+    await twoWriters(10, 10);
   });
 
   test("2,600 concurrent appends go out in several batches with an intact chain", async () => {
@@ -198,20 +203,7 @@ describeBothBackends("audit log", (backend) => {
   });
 
   test("two writers appending 2,100 rows each, in full batches, keep one linear chain", async () => {
-    const store = await backend.fresh();
-    const one = await store.open();
-    const two = backend.kind === "postgres" ? await store.open() : one;
-    const a = createAuditLog(one);
-    const b = createAuditLog(two);
-    const all = [];
-    for (let round = 0; round < 3; round++) {
-      all.push(...Array.from({ length: 700 }, () => a.append(rec({ sessionId: "a" }))));
-      all.push(...Array.from({ length: 700 }, () => b.append(rec({ sessionId: "b" }))));
-      await new Promise((r) => setImmediate(r));
-    }
-    const rows = await Promise.all(all);
-    expect(rows.map((r) => r.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: 4200 }, (_, i) => i + 1));
-    expect(await a.verify()).toMatchObject({ ok: true, rowsChecked: 4200 });
+    await twoWriters(3, 700);
   });
 
   async function tamperable(n: number) {
