@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import pino from "pino";
 import { parseDuration } from "../skill/duration.ts";
 import { OngridError } from "../skill/errors.ts";
+import { isLoopbackHost } from "../skill/net.ts";
 import { EDGE_VERSION, createEdgeRuntime } from "./runtime.ts";
 import { EDGE_ID_PATTERN, edgeIdFromHostname, labelProblem } from "../skill/identity.ts";
 
@@ -33,6 +34,15 @@ function parseLabels(values: string[]): Record<string, string> {
 }
 
 const list = (v: string, acc: string[]) => [...acc, v];
+
+/** A boolean environment variable: true/1/yes or false/0/no (or unset: false); anything else is refused, naming it. */
+function envFlag(name: string): boolean {
+  const v = (process.env[name] ?? "").trim().toLowerCase();
+  if (v === "" || v === "false" || v === "0" || v === "no") return false;
+  if (v === "true" || v === "1" || v === "yes") return true;
+  return bad(name, `"${v.slice(0, 20)}" must be true or false`);
+}
+
 const env = process.env;
 
 /** Builds the command line. */
@@ -52,6 +62,7 @@ export function buildEdgeProgram(): Command {
     .option("--concurrency <n>", "calls run at once; more wait (ONGRID_EDGE_CONCURRENCY)", env.ONGRID_EDGE_CONCURRENCY ?? "8")
     .option("--output-cap <bytes>", "outputs larger than this are truncated (ONGRID_OUTPUT_CAP_BYTES)", env.ONGRID_OUTPUT_CAP_BYTES ?? "65536")
     .option("--ca <file>", "CA certificate (PEM) to verify an https manager against (ONGRID_EDGE_CA_FILE)", env.ONGRID_EDGE_CA_FILE)
+    .option("--require-tls", "refuse an http:// manager URL: the token and every call travel only over TLS (ONGRID_REQUIRE_TLS=true)")
     .option("--max-backoff <duration>", "longest wait between reconnection attempts (ONGRID_EDGE_MAX_BACKOFF)", env.ONGRID_EDGE_MAX_BACKOFF ?? "30s")
     .option("--log-level <level>", "trace|debug|info|warn|error (ONGRID_LOG_LEVEL)", env.ONGRID_LOG_LEVEL ?? "info")
     .action(async (o) => {
@@ -63,6 +74,8 @@ export function buildEdgeProgram(): Command {
         bad("--manager", `"${o.manager}" is not a URL`);
       }
       if (url.protocol !== "http:" && url.protocol !== "https:") bad("--manager", "must be an http:// or https:// URL");
+      const requireTls = Boolean(o.requireTls) || envFlag("ONGRID_REQUIRE_TLS");
+      if (requireTls && url.protocol === "http:") bad("--manager", `${url.origin} is plaintext and TLS is required (--require-tls / ONGRID_REQUIRE_TLS); use an https:// URL`);
       let token: string = o.token ?? "";
       if (o.tokenFile) {
         try {
@@ -95,6 +108,9 @@ export function buildEdgeProgram(): Command {
         }
       }
       const log = pino({ level: o.logLevel, base: { svc: "ongrid-edge", edge: id } }, pino.destination(2));
+      if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
+        log.warn({ manager: url.origin }, "the manager URL is plaintext http://: the edge token and every call cross the network in clear; use https:// (--require-tls refuses plaintext)");
+      }
       const runtime = createEdgeRuntime({
         id,
         labels: parseLabels(o.label),

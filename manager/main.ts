@@ -3,6 +3,7 @@ import type { Interceptor } from "@connectrpc/connect";
 import { createPackSet, type PackSet } from "../skill/pack/loader.ts";
 import pino, { type Logger } from "pino";
 import { OngridError } from "../skill/errors.ts";
+import { isLoopbackHost } from "../skill/net.ts";
 import type { SkillRegistry } from "../skill/registry.ts";
 import type { Skill } from "../skill/types.ts";
 import { openDatabase, type Database } from "./db/client.ts";
@@ -159,6 +160,18 @@ export async function openCore(config: ManagerConfig, log: Logger) {
 
 /** Starts a manager on the configured port. */
 export async function startManager(config: ManagerConfig, log: Logger = createLogger(config.log_level)): Promise<Manager> {
+  // Checked here, not when the config is loaded: the CLI reads the same config as a client, where
+  // require_tls means "refuse an http:// manager URL" and needs no certificate of its own.
+  if (config.server.require_tls && !config.server.tls_cert) {
+    throw new OngridError(
+      "invalid_argument",
+      "invalid config:\n  server.require_tls: TLS is required but server.tls_cert and server.tls_key are not set (rule: requires)",
+      "set server.tls_cert and server.tls_key (ONGRID_TLS_CERT, ONGRID_TLS_KEY), or unset server.require_tls",
+    );
+  }
+  if (!config.server.tls_cert && !isLoopbackHost(config.server.host)) {
+    log.warn({ host: config.server.host }, "serving plaintext on an address other hosts can reach: API tokens, edge tokens and every call cross the network in clear; set server.tls_cert and server.tls_key (server.require_tls refuses to start without them)");
+  }
   const core = await openCore(config, log);
   await core.edges.resetPresence();
   if (config.gate.allow_bypass) log.warn("gate.allow_bypass is set: callers may ask for BYPASS mode and run non-safe skills WITHOUT approval (development only)");

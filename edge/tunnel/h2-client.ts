@@ -328,7 +328,9 @@ class Call {
         const last = payload.readUInt32BE(0) & 0x7fffffff;
         const code = payload.readUInt32BE(4);
         // Our stream was not processed: fail now. Otherwise it may still finish before the server closes.
-        if (last < STREAM) this.fail(new ConnectError(`the server is going away (${H2_CODE_NAMES[code] ?? code})`, Code.Unavailable));
+        // The debug data, when the server sent some, is its reason in words (e.g. a TLS-only port refusing plaintext).
+        const reason = payload.subarray(8, 8 + 300).toString("utf8").replace(/[^\x20-\x7e]/g, "?").trim();
+        if (last < STREAM) this.fail(new ConnectError(`the server is going away (${H2_CODE_NAMES[code] ?? code}${reason ? `: ${reason}` : ""})`, Code.Unavailable));
         return;
       }
       case WINDOW_UPDATE: {

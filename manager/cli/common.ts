@@ -41,9 +41,32 @@ export function cliConfig(opts: CoreOptions, overrides: Record<string, unknown> 
   return loadConfig({ file: opts.config, env, overrides: { data_dir: opts.data, ...overrides } });
 }
 
-/** The manager URL if the command should use RPC. */
+/**
+ * The manager URL if the command should use RPC (--manager, else ONGRID_MANAGER_URL). It must be
+ * an http:// or https:// URL, and https:// when server.require_tls is set (ONGRID_REQUIRE_TLS).
+ */
 export function managerUrl(opts: CoreOptions): string | undefined {
-  return opts.manager ?? (process.env.ONGRID_MANAGER_URL || undefined);
+  const url = opts.manager ?? (process.env.ONGRID_MANAGER_URL || undefined);
+  if (url === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return flagError("--manager", `"${url.slice(0, 200)}" is not a URL (e.g. https://ongrid.example:7070)`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") flagError("--manager", "must be an http:// or https:// URL");
+  if (parsed.protocol === "http:" && cliConfig(opts).server.require_tls) {
+    flagError("--manager", `${parsed.origin} is plaintext and TLS is required (server.require_tls / ONGRID_REQUIRE_TLS); use an https:// URL`);
+  }
+  return url;
+}
+
+/** The manager URL, or this host's manager at server.port (https when server.tls_cert is set) when none is given. */
+export function managerUrlOrLocal(opts: CoreOptions): string {
+  const url = managerUrl(opts);
+  if (url !== undefined) return url;
+  const { server } = cliConfig(opts);
+  return `${server.tls_cert || server.require_tls ? "https" : "http"}://127.0.0.1:${server.port}`;
 }
 
 /** The API token for RPC calls: --token-file, else ONGRID_TOKEN, else ONGRID_TOKEN_FILE; undefined when none is given. */

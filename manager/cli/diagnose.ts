@@ -1,7 +1,7 @@
 /** `ongrid diagnose "text"`: a diagnosis session on a running manager, its events as they come, the report at the end. */
 import { Command } from "commander";
 import { PermissionMode } from "../../proto/gen/ongrid/v1/skill_pb.ts";
-import { cliConfig, flagError, managerUrl, rpcClients, withCoreOptions, type CoreOptions } from "./common.ts";
+import { flagError, managerUrlOrLocal, rpcClients, withCoreOptions, type CoreOptions } from "./common.ts";
 
 const MODES = ["READ_ONLY", "NORMAL", "ASK_DESTRUCTIVE", "BYPASS"];
 
@@ -41,7 +41,7 @@ export function diagnoseCommand(): Command {
     .action(async (words: string[], opts: CoreOptions & { edge?: string; mode?: string; wait?: boolean }) => {
       const mode = opts.mode?.toUpperCase();
       if (mode && !MODES.includes(mode)) flagError("--mode", `must be one of ${MODES.join(", ")}, got "${opts.mode}"`);
-      const url = managerUrl(opts) ?? `http://127.0.0.1:${cliConfig(opts).server.port}`;
+      const url = managerUrlOrLocal(opts);
       const stream = rpcClients(url, opts).agent.diagnose({
         text: words.join(" "),
         edgeId: opts.edge ?? "",

@@ -5,7 +5,7 @@ import { createPackSet } from "../../skill/pack/loader.ts";
 import { formatProblem } from "../../skill/pack/manifest.ts";
 import { createRegistry } from "../../skill/registry.ts";
 import { pino } from "pino";
-import { cliConfig, managerUrl, rpcClients, withCoreOptions, type CoreOptions } from "./common.ts";
+import { managerUrlOrLocal, rpcClients, withCoreOptions, type CoreOptions } from "./common.ts";
 
 /** Builds the `packs` command group. */
 export function packsCommand(): Command {
@@ -14,7 +14,7 @@ export function packsCommand(): Command {
   withCoreOptions(cmd.command("rescan").description("make the running manager read its pack directories again (packs.dirs)"))
     .option("--json", "print JSON")
     .action(async (opts: CoreOptions) => {
-      const url = managerUrl(opts) ?? `http://127.0.0.1:${cliConfig(opts).server.port}`;
+      const url = managerUrlOrLocal(opts);
       const r = await rpcClients(url, opts).skills.rescanPacks({});
       if (opts.json) {
         console.log(JSON.stringify({ added: r.added, changed: r.changed, removed: r.removed, loaded: r.loaded, problems: r.problems }));

@@ -9,7 +9,7 @@ import { playbookToProto, decisionToProto, listPlaybooksResponse } from "../serv
 import { formatPlaybookProblem, type PlaybookProblem } from "../playbooks/parse.ts";
 import { openPlaybooks } from "../main.ts";
 import type { ManagerConfig } from "../config/schema.ts";
-import { cliConfig, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
+import { cliConfig, managerUrl, managerUrlOrLocal, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 /** The registry as this machine's config and the given extra directories would load it, without a manager. */
 function localRegistry(config: ManagerConfig, extraDirs: string[] = []) {
@@ -65,7 +65,7 @@ export function playbooksCommand(): Command {
   withCoreOptions(cmd.command("reload").description("make the running manager read its playbook directories again"))
     .option("--json", "print JSON")
     .action(async (opts: CoreOptions) => {
-      const url = managerUrl(opts) ?? `http://127.0.0.1:${cliConfig(opts).server.port}`;
+      const url = managerUrlOrLocal(opts);
       const r = await rpcClients(url, opts).playbooks.reload({});
       if (opts.json) {
         console.log(JSON.stringify({ added: r.added, changed: r.changed, removed: r.removed, loaded: r.loaded, problems: r.problems, skipped: r.skipped, generation: Number(r.generation) }));

@@ -7,7 +7,7 @@ import { configReference, loadConfig } from "./load.ts";
 describe("loadConfig", () => {
   it("uses documented defaults with no file and no environment", () => {
     const c = loadConfig({ env: {} });
-    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m" });
+    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", require_tls: false, max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m" });
     expect(c.data_dir).toBe("./data");
     expect(c.database_url).toBe("");
     expect(c.skills.web_search.url).toBe("http://127.0.0.1:8888/search");
@@ -29,6 +29,8 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_LOG_LEVEL: "loud" } })).toThrow(/log_level: must be one of trace, debug, info, warn, error, fatal, silent \(rule: enum; set by ONGRID_LOG_LEVEL\)/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "soon" } })).toThrow(/skills\.default_timeout: must match format "duration" \(rule: format; set by ONGRID_SKILL_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_TLS_CERT: "/x.pem" } })).toThrow(/server\.tls_key: tls_cert and tls_key must be set together/);
+    expect(loadConfig({ env: { ONGRID_REQUIRE_TLS: "yes" } }).server.require_tls).toBe(true);
+    expect(() => loadConfig({ env: { ONGRID_REQUIRE_TLS: "sure" } })).toThrow(/server\.require_tls: must be true or false \(rule: type; set by ONGRID_REQUIRE_TLS, got "sure"\)/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "1h" } })).toThrow(/skills\.default_timeout: must not exceed skills\.max_timeout/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "0s" } })).toThrow(/skills\.default_timeout: must be at least 1ms \(rule: minimum\) \(set by ONGRID_SKILL_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_WEB_SEARCH_TIMEOUT: "0ms" } })).toThrow(/skills\.web_search\.timeout: must be at least 1ms/);

@@ -13,6 +13,7 @@ export const CONFIG_SCHEMA = {
         port: { type: "integer", minimum: 0, maximum: 65535, default: 7070, description: "Port for Connect, gRPC, gRPC-Web and the console (0 picks a free port).", env: "ONGRID_PORT" },
         tls_cert: { type: "string", default: "", description: "PEM certificate file; with tls_key, serves TLS (HTTP/2 and HTTP/1.1 by ALPN).", env: "ONGRID_TLS_CERT" },
         tls_key: { type: "string", default: "", description: "PEM private key file for tls_cert.", env: "ONGRID_TLS_KEY" },
+        require_tls: { type: "boolean", default: false, description: "Refuse to run without TLS: the manager does not start unless tls_cert and tls_key are set; the CLI refuses an http:// manager URL (and the edge does with ONGRID_REQUIRE_TLS or --require-tls). (With TLS served, a plaintext connection to the port is always refused with a message saying so.)", env: "ONGRID_REQUIRE_TLS" },
         max_request_bytes: { type: "integer", minimum: 1024, maximum: 268435456, default: 1048576, description: "Largest accepted request message; bigger ones are refused with RESOURCE_EXHAUSTED.", env: "ONGRID_MAX_REQUEST_BYTES" },
         console_dir: { type: "string", default: "", description: "Directory of the built web console (index.html + assets/); empty serves dist/console, which `npm run build:web` and `npm start` build.", env: "ONGRID_CONSOLE_DIR" },
         auth_failures_per_minute: { type: "integer", minimum: 1, maximum: 100000, default: 20, description: "Failed authentications from one peer address within server.auth_failure_window after which every request from that address (even with a valid token) is refused with RESOURCE_EXHAUSTED until the window passes.", env: "ONGRID_AUTH_FAILURES_PER_MINUTE" },
@@ -162,7 +163,7 @@ export const CONFIG_SCHEMA = {
 
 /** The validated configuration. */
 export interface ManagerConfig {
-  server: { host: string; port: number; tls_cert: string; tls_key: string; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string };
+  server: { host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string };
   tunnel: { heartbeat_interval: string; max_frame_bytes: number };
   data_dir: string;
   database_url: string;

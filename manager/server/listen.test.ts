@@ -1,10 +1,12 @@
 import net from "node:net";
 import http2 from "node:http2";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import https from "node:https";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type Listener } from "./listen.ts";
+import { makeTestPki, type TestPki } from "../../test/support/tls.ts";
 
 let l: Listener;
 beforeAll(async () => {
@@ -78,5 +80,87 @@ describe("front door", () => {
     await expect(listen(() => {}, { host: "127.0.0.1", port: 0, tlsCert: join(dir, "missing.pem"), tlsKey: join(dir, "k.pem") })).rejects.toThrow(
       /server\.tls_cert\/tls_key: cannot read/,
     );
+  });
+});
+
+describe("front door with TLS", () => {
+  let pki: TestPki;
+  let t: Listener;
+  let handled = 0;
+  beforeAll(async () => {
+    pki = makeTestPki();
+    t = await listen((req, res) => {
+      handled++;
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end(`${req.httpVersion} ${req.url}`);
+    }, { host: "127.0.0.1", port: 0, tlsCert: pki.serverCert, tlsKey: pki.serverKey });
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (pki) rmSync(pki.dir, { recursive: true, force: true });
+  });
+
+  /** Sends bytes on a plain TCP connection and collects everything until the server closes it. */
+  function plaintext(bytes: Buffer | string): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const sock = net.connect(t.port, "127.0.0.1", () => sock.write(bytes));
+      const got: Buffer[] = [];
+      sock.on("data", (d) => got.push(d));
+      sock.on("end", () => resolve(Buffer.concat(got)));
+      sock.on("error", reject);
+    });
+  }
+
+  it("serves HTTP/1.1 and HTTP/2 over TLS (ALPN) on the same port", async () => {
+    const h1 = await new Promise<string>((resolve, reject) => {
+      https.get({ host: "127.0.0.1", port: t.port, path: "/one", ca: pki.caPem }, (res) => {
+        let body = "";
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve(body));
+      }).on("error", reject);
+    });
+    expect(h1).toBe("1.1 /one");
+    const session = http2.connect(t.url, { ca: pki.caPem });
+    const h2 = await new Promise<string>((resolve, reject) => {
+      const req = session.request({ ":path": "/two" });
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => resolve(body));
+      req.on("error", reject);
+      req.end();
+    });
+    session.close();
+    expect(h2).toBe("2.0 /two");
+  });
+
+  it("answers a plaintext HTTP/1.1 request with a 400 that says TLS is required, and never runs the handler", async () => {
+    const before = handled;
+    const got = (await plaintext("POST /ongrid.v1.SkillService/ListSkills HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")).toString("latin1");
+    expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(got).toContain("plaintext refused: this port serves TLS only; use an https:// URL");
+    expect(handled).toBe(before);
+  });
+
+  it("answers an HTTP/2 cleartext client (h2c prior knowledge) with GOAWAY INADEQUATE_SECURITY carrying the reason", async () => {
+    const before = handled;
+    const got = await plaintext(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    // SETTINGS (type 4), then GOAWAY (type 7) on stream 0: last stream 0, INADEQUATE_SECURITY (0xc), the reason as debug data.
+    expect(got[3]).toBe(4);
+    const goaway = got.subarray(9 + got.readUIntBE(0, 3));
+    expect(goaway[3]).toBe(7);
+    expect(goaway.readUInt32BE(9)).toBe(0);
+    expect(goaway.readUInt32BE(13)).toBe(0xc);
+    expect(goaway.subarray(17, 9 + goaway.readUIntBE(0, 3)).toString()).toBe("plaintext refused: this port serves TLS only; use an https:// URL");
+    expect(handled).toBe(before);
+    // node's own HTTP/2 client reports it as a refused session rather than hanging.
+    const session = http2.connect(`http://127.0.0.1:${t.port}`);
+    const err = await new Promise<Error>((resolve) => {
+      session.on("error", resolve);
+      const req = session.request({ ":path": "/x" });
+      req.on("error", resolve);
+      req.end();
+    });
+    session.destroy();
+    expect(String(err)).toMatch(/INADEQUATE_SECURITY|GOAWAY|code 12/i);
   });
 });

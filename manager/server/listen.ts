@@ -59,6 +59,74 @@ const FIRST_BYTES_MS = 30_000;
 /** An HTTP/2 session with no activity for this long is closed (edges keep theirs alive with heartbeats). */
 const IDLE_MS = 300_000;
 
+/** The first byte of a TLS record carrying a handshake (a ClientHello opens every TLS connection). */
+const TLS_HANDSHAKE = 0x16;
+/** What a plaintext client of a TLS port is told. */
+const PLAINTEXT_REFUSED = "plaintext refused: this port serves TLS only; use an https:// URL";
+/** HTTP/2's error code for a connection that does not meet the security requirements (RFC 9113 §7). */
+const INADEQUATE_SECURITY = 0xc;
+
+/** Whether the first bytes are the HTTP/2 preface (true), something else (false), or too few to tell (undefined). */
+function startsLikePreface(head: Buffer): boolean | undefined {
+  const n = Math.min(head.length, PREFACE.length);
+  const prefixMatches = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+  if (prefixMatches && n < PREFACE.length) return undefined;
+  return prefixMatches;
+}
+
+/**
+ * A server that reads each connection's first bytes and hands the connection, those bytes put
+ * back, to what `pick` chooses (undefined: wait for more bytes). A connection that sends nothing
+ * within FIRST_BYTES_MS is closed.
+ */
+function sniffingServer(pick: (head: Buffer) => ((socket: net.Socket) => void) | undefined): net.Server {
+  return net.createServer((socket) => {
+    socket.on("error", () => socket.destroy());
+    socket.setTimeout(FIRST_BYTES_MS, () => socket.destroy());
+    let head = EMPTY;
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const to = pick(head);
+      if (!to) return;
+      socket.off("data", onData);
+      socket.pause();
+      socket.setTimeout(0);
+      // Drop our reference: this closure lives as long as the socket (its error handler shares
+      // it), and the first bytes of an edge's tunnel hold its whole hello (≈21 KB an edge).
+      const first = head;
+      head = EMPTY;
+      socket.unshift(first);
+      to(socket);
+      process.nextTick(() => socket.resume());
+    };
+    socket.on("data", onData);
+  });
+}
+
+/**
+ * Answers a plaintext connection to a TLS port and closes it: an HTTP/1.x request gets a 400
+ * saying so; an HTTP/2 client (gRPC over h2c, an edge dialing http://) gets SETTINGS and a GOAWAY
+ * with INADEQUATE_SECURITY and the same text as debug data. Nothing reaches the handler.
+ */
+function refusePlaintext(socket: net.Socket, h2: boolean): void {
+  socket.on("data", () => undefined); // read and drop what the client still sends, so closing does not reset the answer away
+  socket.setTimeout(5_000, () => socket.destroy());
+  if (h2) {
+    const text = Buffer.from(PLAINTEXT_REFUSED);
+    const goaway = Buffer.alloc(9 + 8 + text.length);
+    goaway.writeUIntBE(8 + text.length, 0, 3);
+    goaway[3] = 0x7; // GOAWAY, stream 0
+    goaway.writeUInt32BE(0, 9); // last stream id: none was processed
+    goaway.writeUInt32BE(INADEQUATE_SECURITY, 13);
+    text.copy(goaway, 17);
+    const settings = Buffer.from([0, 0, 0, 0x4, 0, 0, 0, 0, 0]);
+    socket.end(Buffer.concat([settings, goaway]));
+  } else {
+    const body = `${PLAINTEXT_REFUSED}\n`;
+    socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  }
+}
+
 /** Starts the front door and resolves once it accepts connections. */
 export async function listen(handler: DualHandler, opts: ListenOptions): Promise<Listener> {
   const sockets = new Set<net.Socket>();
@@ -86,7 +154,14 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
     secure.setTimeout(IDLE_MS);
     routeStreams(secure, opts.streams ?? {});
     secure.on("session", track);
-    server = secure;
+    // Every connection's first byte says whether it speaks TLS; one that does not is refused with
+    // a message its client can show, instead of a failed handshake.
+    server = sniffingServer((head) => {
+      if (head[0] === TLS_HANDSHAKE) return (socket) => secure.emit("connection", socket);
+      const h2 = startsLikePreface(head);
+      if (h2 === undefined) return undefined;
+      return (socket) => refusePlaintext(socket, h2);
+    });
   } else {
     const h2 = http2.createServer({}, handler as never);
     h2.on("session", track);
@@ -94,29 +169,11 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
     routeStreams(h2, opts.streams ?? {});
     const h1 = http.createServer(handler as never);
     h1.keepAliveTimeout = 65_000;
-    server = net.createServer((socket) => {
-      socket.on("error", () => socket.destroy());
-      // A connection that sends nothing is closed; one that does is handed over once its first
-      // bytes tell the HTTP/2 preface from an HTTP/1.1 request line.
-      socket.setTimeout(FIRST_BYTES_MS, () => socket.destroy());
-      let head = EMPTY;
-      const onData = (chunk: Buffer) => {
-        head = Buffer.concat([head, chunk]);
-        const n = Math.min(head.length, PREFACE.length);
-        const prefixMatches = head.subarray(0, n).equals(PREFACE.subarray(0, n));
-        if (prefixMatches && n < PREFACE.length) return; // could still be either: wait for more
-        socket.off("data", onData);
-        socket.pause();
-        socket.setTimeout(0);
-        // Drop our reference: this closure lives as long as the socket (its error handler shares
-        // it), and the first bytes of an edge's tunnel hold its whole hello (≈21 KB an edge).
-        const first = head;
-        head = EMPTY;
-        socket.unshift(first);
-        (prefixMatches ? h2 : h1).emit("connection", socket);
-        process.nextTick(() => socket.resume());
-      };
-      socket.on("data", onData);
+    // The first bytes tell the HTTP/2 preface from an HTTP/1.1 request line.
+    server = sniffingServer((head) => {
+      const isH2 = startsLikePreface(head);
+      if (isH2 === undefined) return undefined;
+      return (socket) => (isH2 ? h2 : h1).emit("connection", socket);
     });
   }
   server.on("connection", (s: net.Socket) => {
