@@ -2,12 +2,13 @@
  * host_files (D4): disk usage — every real filesystem's size and use, or (with a path inside the
  * configured roots) the largest entries under a directory, like `du` with a budget.
  */
-import type { Dir, Stats } from "node:fs";
-import { lstat, opendir, readFile, realpath, statfs } from "node:fs/promises";
+import { constants, type Dir, type Stats } from "node:fs";
+import { lstat, open, opendir, readFile, statfs, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { defineSkill } from "../../skill/define.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { SkillError } from "../../skill/errors.ts";
+import { confine, insideAny, loadRoots as loadAllowedRoots, MAX_SYMLINK_HOPS, openedPath, shownRoots, type Roots } from "./confine.ts";
 
 const SETTINGS = "skills.host_files";
 /** Default of skills.host_files.max_entries: entries a walk examines at most. */
@@ -104,33 +105,25 @@ async function filesystems(signal: AbortSignal, all: boolean, limit: number) {
   return { filesystems: real.slice(0, limit), total: real.length };
 }
 
-async function loadRoots(settings: Readonly<Record<string, unknown>>): Promise<string[]> {
-  const raw = settings.allowed_roots;
-  if (raw !== undefined && (!Array.isArray(raw) || raw.some((r) => typeof r !== "string" || !path.isAbsolute(r)))) {
-    throw new SkillError("not_configured", `${SETTINGS}.allowed_roots must be a list of absolute directory paths`, `Fix ${SETTINGS}.allowed_roots in the edge config, e.g. ["/var", "/srv"].`);
-  }
-  const roots = (raw as string[] | undefined) ?? [];
-  if (roots.length === 0) {
-    throw new SkillError(
-      "not_configured",
-      "host_files has no allowed roots configured, so no directory may be walked",
-      `Call without path to see filesystem usage, or ask an operator to list the directories this edge may measure under ${SETTINGS}.allowed_roots, e.g. ["/var", "/srv"].`,
-    );
-  }
-  const real: string[] = [];
-  for (const r of roots) {
-    try {
-      real.push(await realpath(r));
-    } catch {
-      /* a root that does not exist here allows nothing */
-    }
-  }
-  return real;
+/** The configured roots, as configured and as real paths (roots that do not exist here allow nothing). */
+function loadRoots(settings: Readonly<Record<string, unknown>>): Promise<Roots> {
+  return loadAllowedRoots(settings.allowed_roots, {
+    invalid: () => new SkillError("not_configured", `${SETTINGS}.allowed_roots must be a list of absolute directory paths`, `Fix ${SETTINGS}.allowed_roots in the edge config, e.g. ["/var", "/srv"].`),
+    empty: () =>
+      new SkillError(
+        "not_configured",
+        "host_files has no allowed roots configured, so no directory may be walked",
+        `Call without path to see filesystem usage, or ask an operator to list the directories this edge may measure under ${SETTINGS}.allowed_roots, e.g. ["/var", "/srv"].`,
+      ),
+  });
 }
 
-function inside(target: string, root: string): boolean {
-  const rel = path.relative(root, target);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+function notAllowed(requested: string, shown: string[], why: string): SkillError {
+  return new SkillError(
+    "path_not_allowed",
+    `${JSON.stringify(requested)} ${why}`,
+    `host_files only measures directories under ${shown.join(", ")} (${SETTINGS}.allowed_roots); pass a path inside one of them.`,
+  );
 }
 
 interface Entry {
@@ -140,13 +133,24 @@ interface Entry {
   files?: number;
 }
 
-/** A du-like walk that stays on one filesystem, counts hard links once and stops at an entry count or time budget. */
-async function walk(start: string, depth: number, maxEntries: number, until: number, signal: AbortSignal) {
+/**
+ * A du-like walk that stays on one filesystem, counts hard links once and stops at an entry count or
+ * time budget. Symlinks met on the way are listed as links, never followed.
+ *
+ * Each directory is opened with O_NOFOLLOW and must be the one lstat saw; where /proc is mounted, its
+ * entries are then reached through /proc/self/fd/N of that open directory rather than by path from /,
+ * so a directory (or one above it) swapped for a symlink during the walk does not lead the walk out
+ * of the roots. The top directory is also re-checked to be inside `realRoots` by asking the kernel
+ * what was opened; `changed()` is thrown when it is not, or when it is not the directory lstat saw.
+ */
+async function walk(start: string, depth: number, maxEntries: number, until: number, signal: AbortSignal, realRoots: readonly string[], changed: () => Error) {
   const entries: Entry[] = [];
   const seenInodes = new Set<string>();
   let scanned = 0;
   let unreadable = 0;
   let stopped: string | undefined;
+  /** Entries are reached through /proc/self/fd (known once the top directory is open). */
+  let anchored = false;
   const root = await lstat(start);
   const size = (st: Stats) => {
     if (st.nlink > 1 && !st.isDirectory()) {
@@ -158,53 +162,81 @@ async function walk(start: string, depth: number, maxEntries: number, until: num
   };
   const typeOf = (st: Stats): Entry["type"] => (st.isDirectory() ? "dir" : st.isFile() ? "file" : st.isSymbolicLink() ? "symlink" : "other");
 
-  const dir = async (p: string, level: number): Promise<{ bytes: number; files: number }> => {
-    let handle: Dir;
+  /** Sums the directory `shown` (its real path, as reported), opened as `access`, which lstat saw as `expected`. */
+  const dir = async (shown: string, access: string, expected: Stats, level: number): Promise<{ bytes: number; files: number }> => {
+    let fh: FileHandle;
     try {
-      handle = await opendir(p, { bufferSize: 256 });
-    } catch {
+      fh = await open(access, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // The top directory turned into a symlink or a file since it was resolved.
+      if (level === 0 && (code === "ELOOP" || code === "ENOTDIR")) throw changed();
       unreadable++;
       return { bytes: 0, files: 0 };
     }
-    let bytes = 0;
-    let files = 0;
-    // Streamed, so a directory with millions of entries never sits in memory; breaking out closes it.
-    for await (const d of handle) {
-      signal.throwIfAborted();
-      if (stopped) break;
-      if (scanned >= maxEntries) {
-        stopped = `stopped after ${maxEntries} entries (${SETTINGS}.max_entries)`;
-        break;
+    try {
+      const opened = await fh.stat();
+      if (opened.dev !== expected.dev || opened.ino !== expected.ino) {
+        if (level === 0) throw changed();
+        unreadable++; // replaced since lstat: not entered
+        return { bytes: 0, files: 0 };
       }
-      if (performance.now() > until) {
-        stopped = `stopped at the time budget (${SETTINGS}.walk_budget or the call's deadline)`;
-        break;
+      if (level === 0) {
+        const where = await openedPath(fh.fd);
+        if (where !== undefined && !insideAny(where, realRoots)) throw changed();
+        anchored = where !== undefined;
       }
-      scanned++;
-      const full = path.join(p, d.name);
-      let st: Stats;
+      const at = anchored ? `/proc/self/fd/${fh.fd}` : access;
+      let handle: Dir;
       try {
-        st = await lstat(full);
+        handle = await opendir(at, { bufferSize: 256 });
       } catch {
         unreadable++;
-        continue;
+        return { bytes: 0, files: 0 };
       }
-      let own = size(st);
-      let count = 1;
-      if (st.isDirectory() && st.dev === root.dev) {
-        const sub = await dir(full, level + 1);
-        own += sub.bytes;
-        count = sub.files;
+      let bytes = 0;
+      let files = 0;
+      // Streamed, so a directory with millions of entries never sits in memory; breaking out closes it.
+      for await (const d of handle) {
+        signal.throwIfAborted();
+        if (stopped) break;
+        if (scanned >= maxEntries) {
+          stopped = `stopped after ${maxEntries} entries (${SETTINGS}.max_entries)`;
+          break;
+        }
+        if (performance.now() > until) {
+          stopped = `stopped at the time budget (${SETTINGS}.walk_budget or the call's deadline)`;
+          break;
+        }
+        scanned++;
+        const full = path.join(shown, d.name);
+        const child = path.join(at, d.name);
+        let st: Stats;
+        try {
+          st = await lstat(child);
+        } catch {
+          unreadable++;
+          continue;
+        }
+        let own = size(st);
+        let count = 1;
+        if (st.isDirectory() && st.dev === root.dev) {
+          const sub = await dir(full, child, st, level + 1);
+          own += sub.bytes;
+          count = sub.files;
+        }
+        bytes += own;
+        files += count;
+        if (level + 1 <= depth) entries.push({ path: full, type: typeOf(st), size_bytes: own, ...(st.isDirectory() ? { files: count } : {}) });
       }
-      bytes += own;
-      files += count;
-      if (level + 1 <= depth) entries.push({ path: full, type: typeOf(st), size_bytes: own, ...(st.isDirectory() ? { files: count } : {}) });
+      return { bytes, files };
+    } finally {
+      await fh.close();
     }
-    return { bytes, files };
   };
 
   if (!root.isDirectory()) return { total: size(root), files: 1, entries, scanned: 1, unreadable, stopped, type: typeOf(root) };
-  const sub = await dir(start, 0);
+  const sub = await dir(start, start, root, 0);
   return { total: root.blocks * 512 + sub.bytes, files: sub.files, entries, scanned, unreadable, stopped, type: "dir" as const };
 }
 
@@ -217,7 +249,7 @@ export default defineSkill({
   scope: "host",
   category: "host",
   params: {
-    path: { type: "string", description: "Absolute directory to measure, inside the edge's allowed roots; omit to list filesystems.", pattern: "^/", max: 4096 },
+    path: { type: "string", description: "Absolute directory to measure, inside the edge's allowed roots; omit to list filesystems.", pattern: "^/[^\\u0000]*$", max: 4096 },
     depth: { type: "integer", description: "How many directory levels below path to list (0 = only the total).", min: 0, max: 3, default: 1 },
     limit: { type: "integer", description: "How many filesystems or entries to return, largest first.", min: 1, max: 200, default: 20 },
     all_filesystems: { type: "boolean", description: "Also list pseudo filesystems (proc, sysfs, cgroup, tmpfs, squashfs, …) and bind mounts.", default: false },
@@ -230,27 +262,35 @@ export default defineSkill({
     if (params.path === undefined) return filesystems(ctx.signal, params.all_filesystems, params.limit);
 
     const roots = await loadRoots(ctx.settings);
+    const shown = shownRoots(roots);
     const requested = params.path;
-    let real: string;
-    try {
-      real = await realpath(requested);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") throw new SkillError("path_not_found", `${JSON.stringify(requested)} does not exist`, "Check the path; call without path to see the filesystems.");
-      throw new SkillError("path_unreadable", `cannot resolve ${JSON.stringify(requested)}: ${code ?? (err as Error).message}`, "The edge user may lack permission; try a directory it can read.");
+    if (requested.includes("\0") || !path.isAbsolute(requested)) {
+      throw new SkillError("invalid_argument", 'param "path": must be an absolute path', "Pass an absolute directory such as /var/log; call without path to see the filesystems.");
     }
-    if (!roots.some((r) => inside(real, r))) {
-      throw new SkillError(
-        "path_not_allowed",
-        `${JSON.stringify(requested)}${real !== path.resolve(requested) ? ` (really ${real})` : ""} is outside the allowed roots`,
-        `host_files only measures directories under ${roots.join(", ") || "(none that exist here)"} (${SETTINGS}.allowed_roots); pass a path inside one of them.`,
-      );
+    // Lexical check first, then one component at a time, never looking outside the roots: the answer
+    // for a path outside is the same whether or not something exists there.
+    const confined = await confine(requested, roots);
+    if (confined.kind === "outside") {
+      throw notAllowed(requested, shown, confined.how === "lexical" ? "is outside the allowed roots" : "leads outside the allowed roots (through .. or a symlink)");
     }
+    if (confined.kind === "missing" || confined.kind === "root_missing") {
+      throw new SkillError("path_not_found", `${JSON.stringify(requested)} does not exist`, "Check the path; call without path to see the filesystems.");
+    }
+    if (confined.kind === "loop") {
+      throw new SkillError("path_unreadable", `cannot resolve ${JSON.stringify(requested)}: ELOOP (more than ${MAX_SYMLINK_HOPS} symlinks: a symlink loop)`, "Fix or remove the symlink loop, or pass the directory's real path.");
+    }
+    if (confined.kind === "too_long") {
+      throw new SkillError("path_unreadable", `cannot resolve ${JSON.stringify(requested)}: ENAMETOOLONG (at most 4095 bytes, and 255 bytes per path component)`, "Pass a shorter path to the directory.");
+    }
+    if (confined.kind === "error") {
+      throw new SkillError("path_unreadable", `cannot resolve ${JSON.stringify(requested)}: ${confined.code}`, "The edge user may lack permission; try a directory it can read.");
+    }
+    const real = confined.real;
     const max = typeof ctx.settings.max_entries === "number" && ctx.settings.max_entries > 0 ? ctx.settings.max_entries : DEFAULT_MAX_ENTRIES;
     const budget = parseDuration(typeof ctx.settings.walk_budget === "string" ? ctx.settings.walk_budget : DEFAULT_WALK_BUDGET);
     // Leave time to build the answer before the call's deadline.
     const until = performance.now() + Math.max(0, Math.min(budget, ctx.deadline - Date.now() - 500));
-    const w = await walk(real, params.depth, max, until, ctx.signal);
+    const w = await walk(real, params.depth, max, until, ctx.signal, roots.real, () => notAllowed(requested, shown, "changed while being measured (a directory on the path was replaced)"));
     w.entries.sort((a, b) => b.size_bytes - a.size_bytes || a.path.localeCompare(b.path));
     return {
       path: requested,

@@ -1,9 +1,10 @@
 /** tail_file (D2): the last lines of a log file, confined to the directories the edge's config allows. */
 import { constants } from "node:fs";
-import { lstat, open, readlink, realpath, stat, type FileHandle } from "node:fs/promises";
+import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { defineSkill } from "../../skill/define.ts";
 import { SkillError } from "../../skill/errors.ts";
+import { confine, insideAny, loadRoots as loadAllowedRoots, MAX_SYMLINK_HOPS, openedPath, shownRoots, type Roots } from "./confine.ts";
 
 const SETTINGS_KEY = "skills.tail_file.allowed_roots";
 const CHUNK_BYTES = 64 * 1024;
@@ -37,85 +38,16 @@ export function compileGrep(pattern: string, param = "grep"): RegExp {
 }
 
 /** The configured roots, as configured and as real paths (roots that do not exist are skipped). */
-async function loadRoots(settings: Readonly<Record<string, unknown>>): Promise<{ configured: string[]; real: string[] }> {
-  const raw = settings.allowed_roots;
-  if (raw !== undefined && (!Array.isArray(raw) || raw.some((r) => typeof r !== "string" || !path.isAbsolute(r)))) {
-    throw new SkillError("not_configured", `${SETTINGS_KEY} must be a list of absolute directory paths`, `Fix ${SETTINGS_KEY} in the edge config, e.g. ["/var/log"].`);
-  }
-  const configured = ((raw as string[] | undefined) ?? []).map((r) => path.resolve(r));
-  if (configured.length === 0) {
-    throw new SkillError(
-      "not_configured",
-      "tail_file has no allowed roots configured, so every path is refused",
-      `Ask an operator to list the log directories this edge may read under ${SETTINGS_KEY} in the edge config, e.g. ["/var/log"]; meanwhile try read_journal.`,
-    );
-  }
-  const real: string[] = [];
-  for (const root of configured) {
-    try {
-      real.push(await realpath(root));
-    } catch {
-      /* a root that does not exist on this host allows nothing */
-    }
-  }
-  return { configured, real };
-}
-
-function inside(target: string, root: string): boolean {
-  const rel = path.relative(root, target);
-  // `..` only as a whole first component: a file named "..foo" inside the root is inside.
-  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
-}
-
-/** Symlinks followed at most while resolving one path (Linux's own limit). */
-const MAX_SYMLINK_HOPS = 40;
-
-type Resolved =
-  | { kind: "ok"; real: string }
-  | { kind: "outside" }
-  | { kind: "loop" }
-  | { kind: "missing" }
-  | { kind: "error"; code: string };
-
-/**
- * Resolves `lexical` one component at a time, like the kernel (a `..` after a symlink goes to the
- * parent of the link's target), and stops as soon as the resolved prefix leaves the real roots
- * (other than on the way down from / to a root), so nothing outside is ever looked at: whether a
- * file outside exists, or a symlink out dangles, cannot change the answer.
- */
-async function resolveConfined(lexical: string, realRoots: string[]): Promise<Resolved> {
-  const onTheWay = (p: string) => realRoots.some((r) => inside(p, r) || inside(r, p));
-  const pending = lexical.split("/").filter((c) => c !== "" && c !== ".");
-  let cur = "/";
-  let hops = 0;
-  while (pending.length > 0) {
-    const part = pending.shift()!;
-    const next = part === ".." ? path.dirname(cur) : path.join(cur, part);
-    if (!onTheWay(next)) return { kind: "outside" };
-    if (part === "..") {
-      cur = next;
-      continue;
-    }
-    let info;
-    try {
-      info = await lstat(next);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
-      // A missing component counts as inside only if the path would be inside a root.
-      if (code === "ENOENT" || code === "ENOTDIR") return realRoots.some((r) => inside(next, r)) ? { kind: "missing" } : { kind: "outside" };
-      return { kind: "error", code };
-    }
-    if (info.isSymbolicLink()) {
-      if (++hops > MAX_SYMLINK_HOPS) return { kind: "loop" };
-      const target = await readlink(next);
-      pending.unshift(...target.split("/").filter((c) => c !== "" && c !== "."));
-      if (target.startsWith("/")) cur = "/";
-      continue;
-    }
-    if (pending.length > 0 && !info.isDirectory()) return realRoots.some((r) => inside(next, r)) ? { kind: "missing" } : { kind: "outside" };
-    cur = next;
-  }
-  return realRoots.some((r) => inside(cur, r)) ? { kind: "ok", real: cur } : { kind: "outside" };
+function loadRoots(settings: Readonly<Record<string, unknown>>): Promise<Roots> {
+  return loadAllowedRoots(settings.allowed_roots, {
+    invalid: () => new SkillError("not_configured", `${SETTINGS_KEY} must be a list of absolute directory paths`, `Fix ${SETTINGS_KEY} in the edge config, e.g. ["/var/log"].`),
+    empty: () =>
+      new SkillError(
+        "not_configured",
+        "tail_file has no allowed roots configured, so every path is refused",
+        `Ask an operator to list the log directories this edge may read under ${SETTINGS_KEY} in the edge config, e.g. ["/var/log"]; meanwhile try read_journal.`,
+      ),
+  });
 }
 
 function notAllowed(requested: string, roots: string[], why: string): SkillError {
@@ -209,27 +141,18 @@ export default defineSkill({
   async execute(ctx, params) {
     const grep = params.grep !== undefined ? compileGrep(params.grep) : undefined;
     const roots = await loadRoots(ctx.settings);
-    const shown = [...new Set([...roots.configured, ...roots.real])];
+    const shown = shownRoots(roots);
     const requested = params.path;
     if (requested.includes("\0") || !path.isAbsolute(requested)) throw new SkillError("invalid_argument", 'param "path": must be an absolute path', "Pass an absolute path such as /var/log/syslog.");
     // Lexical check first, so nothing outside the roots is even looked at (no probing which files exist elsewhere).
-    const lexical = path.resolve(requested);
-    if (![...roots.configured, ...roots.real].some((r) => inside(lexical, r))) throw notAllowed(requested, shown, "is outside the allowed roots");
-
-    if (Buffer.byteLength(lexical) > 4095 || lexical.split("/").some((c) => Buffer.byteLength(c) > 255)) {
+    const resolved = await confine(requested, roots);
+    if (resolved.kind === "outside") {
+      throw notAllowed(requested, shown, resolved.how === "lexical" ? "is outside the allowed roots" : "leads outside the allowed roots (through .. or a symlink)");
+    }
+    if (resolved.kind === "too_long") {
       throw new SkillError("invalid_argument", 'param "path": too long (at most 4095 bytes, and 255 bytes per path component)', "Pass the real path of the log file.");
     }
-
-    // Under a configured root that is itself a symlink: continue from its real path.
-    let start = lexical;
-    const viaConfigured = roots.configured.find((c) => inside(lexical, c) && !roots.real.some((r) => inside(lexical, r)));
-    if (viaConfigured !== undefined) {
-      const realRoot = await realpath(viaConfigured).catch(() => undefined);
-      if (realRoot === undefined) throw notAllowed(requested, shown, "is under an allowed root that does not exist on this host");
-      start = path.join(realRoot, path.relative(viaConfigured, lexical));
-    }
-    const resolved = await resolveConfined(start, roots.real);
-    if (resolved.kind === "outside") throw notAllowed(requested, shown, "leads outside the allowed roots (through .. or a symlink)");
+    if (resolved.kind === "root_missing") throw notAllowed(requested, shown, "is under an allowed root that does not exist on this host");
     if (resolved.kind === "loop") throw notAllowed(requested, shown, `follows more than ${MAX_SYMLINK_HOPS} symlinks (a symlink loop)`);
     if (resolved.kind === "missing") throw new SkillError("not_found", `${JSON.stringify(requested)} does not exist`, "Check the file name; log files are often rotated (e.g. .1 or .gz suffixes) or live under another directory.");
     if (resolved.kind === "error") {
@@ -257,8 +180,8 @@ export default defineSkill({
       const opened = await fh.stat();
       if (!opened.isFile() || opened.ino !== info.ino || opened.dev !== info.dev) throw notAllowed(requested, shown, "changed while being opened");
       // A directory above the file swapped for a symlink between the checks and the open: ask the kernel what was opened.
-      const openedPath = await realpath(`/proc/self/fd/${fh.fd}`).catch(() => undefined);
-      if (openedPath !== undefined && !roots.real.some((r) => inside(openedPath, r))) throw notAllowed(requested, shown, "changed while being opened");
+      const where = await openedPath(fh.fd);
+      if (where !== undefined && !insideAny(where, roots.real)) throw notAllowed(requested, shown, "changed while being opened");
       const maxScan = typeof ctx.settings.max_scan_bytes === "number" && ctx.settings.max_scan_bytes > 0 ? ctx.settings.max_scan_bytes : DEFAULT_SCAN_BYTES;
       const tail = await readTail(fh, opened.size, params.lines, grep, maxScan);
       if (ctx.signal.aborted) throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error("the call was cancelled");
