@@ -119,8 +119,22 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** Tool-call turns the model still makes (set by a test): each calls tools with the planted secrets in their arguments. */
+let toolTurnsLeft = 0;
+
 /** The model: every structured answer and every free-text reply carries the planted secrets. */
 function reply(body: any): Reply {
+  if (body.tools?.length && toolTurnsLeft > 0) {
+    toolTurnsLeft--;
+    return {
+      toolCalls: [
+        // An offered tool, a tool not offered, and arguments that are not even JSON: each shown as a tool_call event.
+        { name: "host_load", arguments: { edge_id: "edge-nowhere", note: `password=${PASSWORD}` } },
+        { name: "leak_echo", arguments: { note: PLANTED } },
+        { name: "host_load", arguments: `{"edge_id": "edge-nowhere", "auth": "Authorization: Bearer ${BEARER_TOKEN}"` },
+      ],
+    };
+  }
   const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
   if (schema === "route_choice") return { json: { is_oncall: true, skill_name: "host_resource_diagnosis", confidence: 0.9, reason: `login used password=${PASSWORD}` } };
   if (schema === "diagnosis_plan") return { json: { selected_skill: "host_resource_diagnosis", selection_reason: `Authorization: Bearer ${BEARER_TOKEN}`, plan: [`try password=${PASSWORD}`, PLANTED] } };
@@ -168,6 +182,26 @@ describe("secrets never leak (S6)", () => {
     expect(report).toContain("The service failed");
     expect(report).toContain("[REDACTED");
     expectNoSecret("Diagnose events", text);
+    expectNoSecret("audit rows", await auditText());
+    expectNoSecret("manager log", logText);
+  });
+
+  it("the arguments of a model's tool calls: masked in the event stream, the audit table and the manager log", async () => {
+    const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(opToken)] }));
+    const before = model.requests.length;
+    toolTurnsLeft = 1;
+    const events: Array<{ type: string; data?: unknown }> = [];
+    for await (const ev of client.diagnose({ text: "the app cannot log in to its database" })) events.push(ev as never);
+    expect(toolTurnsLeft).toBe(0); // the model was asked with tools and answered with the calls
+    expect(model.requests.length).toBeGreaterThan(before);
+    const calls = events.filter((e) => e.type === "tool_call");
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    const shown = dump(calls);
+    // The calls are there, with their other arguments, and the secrets masked.
+    expect(shown).toContain("edge-nowhere");
+    expect(shown).toContain("[REDACTED");
+    expectNoSecret("tool_call events", shown);
+    expectNoSecret("Diagnose events", dump(events));
     expectNoSecret("audit rows", await auditText());
     expectNoSecret("manager log", logText);
   });

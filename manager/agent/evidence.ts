@@ -3,6 +3,7 @@
  * dedupe of identical calls (J5: same key + edge + params within a session answers from the
  * first result, marked so).
  */
+import { redact, redactString } from "../../skill/redact.ts";
 import { canonicalJson } from "../../skill/canonical.ts";
 import type { Caller, Dispatcher } from "../dispatch/dispatch.ts";
 import type { PermissionMode } from "../gate/gate.ts";
@@ -18,6 +19,7 @@ export interface EvidenceItem {
   step: number;
   tool: string;
   edgeId: string;
+  /** The call's arguments as shown, secrets masked. */
   args: unknown;
   success: boolean;
   /** What the model was given (possibly condensed). */
@@ -70,7 +72,8 @@ export function createEvidence(o: {
       step: items.length + 1,
       tool: name,
       edgeId,
-      args: parsed ?? argumentsJson,
+      // What the report and the console show: secrets masked (the call was made with them whole).
+      args: parsed !== undefined ? redact(parsed) : redactString(argumentsJson),
       success: Boolean(out.result?.success),
       content,
       auditSeq: out.auditSeq,

@@ -4,6 +4,7 @@
  * chosen playbook with read_skill and calls only the offered tools, bounded in steps and time;
  * the Verifier, without tools, checks the report against the evidence.
  */
+import { redact, redactString } from "../../skill/redact.ts";
 import type { Logger } from "pino";
 import { describeSteps, type Playbook } from "../playbooks/parse.ts";
 import type { PlaybookRegistry } from "../playbooks/registry.ts";
@@ -180,7 +181,8 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
       } catch {
         // Shown as the raw text; the call path refuses it naming the rule.
       }
-      yield { type: "tool_call", step: o.evidence.items().length + 1, tool: tc.name, args };
+      // Shown as the model wrote them, with secrets masked (S6): the call itself gets them whole.
+      yield { type: "tool_call", step: o.evidence.items().length + 1, tool: tc.name, args: typeof args === "string" ? redactString(args) : redact(args) };
       const item = await o.evidence.call(tc.name, tc.arguments);
       yield toolResultEvent(item);
       messages.push({ role: "tool", tool_call_id: tc.id, content: item.content });
