@@ -199,6 +199,21 @@ describe("the edge's HTTP/2 client", () => {
     await expect(createH2Client()(request(goingAway, forever()))).rejects.toMatchObject({ code: Code.Unavailable, message: expect.stringMatching(/going away/) });
   });
 
+  it("gives up a connect (or a TLS handshake) that does not complete within connectTimeoutMs, UNAVAILABLE", async () => {
+    // A TCP server that accepts and never answers: the TLS handshake never completes.
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      await expect(createH2Client({ connectTimeoutMs: 300 })(request(`https://127.0.0.1:${port}`))).rejects.toMatchObject({
+        code: Code.Unavailable,
+        message: expect.stringMatching(/could not connect to 127\.0\.0\.1:\d+ within 300 ms \(TCP and TLS handshake\)/),
+      });
+    } finally {
+      silent.close();
+    }
+  });
+
   it("ends the connection on a protocol error from the server", async () => {
     const url = await rawServer([frame(1, 4, 1, Buffer.from([0x88])), frame(0, 0, 3, Buffer.from("wrong stream"))]);
     const res = await createH2Client()(request(url, forever()));
