@@ -71,11 +71,11 @@ const DEATH_BOUND_MS = 3 * HEARTBEAT_MS + HEARTBEAT_MS + 1500;
 const MAX_BACKOFF_MS = 1000;
 /**
  * How soon after the heal the edge is back. Not only its backoff: a redial made during the
- * partition has its SYN dropped, and the edge has no connect timeout of its own (only its 15 s
- * welcome timeout), so that dial connects on the kernel's next SYN retransmission (1, 2, 4, 8 s
- * apart). In this test the first redial starts ≤ 2.5 s after the cut and the heal comes ~3.5 s
- * after it, within the dial's first two retransmissions (≤ 4 s apart); plus one backoff should
- * that dial fail, plus 1.5 s slack.
+ * partition has its SYN dropped, so that dial connects on the kernel's next SYN retransmission
+ * (1, 2, 4 s apart) or is given up by the edge's 5 s connect timeout and made again. In this test
+ * the first redial starts ≤ 2.5 s after the cut and the heal comes ~3.5 s after it, within the
+ * dial's first two retransmissions (≤ 4 s apart); plus one backoff should that dial fail, plus
+ * 1.5 s slack.
  */
 const RECONNECT_BOUND_MS = 4000 + MAX_BACKOFF_MS + 1500;
 /** A call to an edge known to be offline is refused without waiting for anything. */
