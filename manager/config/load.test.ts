@@ -11,6 +11,7 @@ describe("loadConfig", () => {
     expect(c.data_dir).toBe("./data");
     expect(c.database_url).toBe("");
     expect(c.skills.web_search.url).toBe("http://127.0.0.1:8888/search");
+    expect(c.skills.max_calls_per_user).toBe(256);
     expect(c.incidents).toEqual({ auto_diagnose: false, max_auto_diagnoses: 3 });
   });
 
@@ -34,6 +35,8 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "1h" } })).toThrow(/skills\.default_timeout: must not exceed skills\.max_timeout/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "0s" } })).toThrow(/skills\.default_timeout: must be at least 1ms \(rule: minimum\) \(set by ONGRID_SKILL_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_WEB_SEARCH_TIMEOUT: "0ms" } })).toThrow(/skills\.web_search\.timeout: must be at least 1ms/);
+    expect(loadConfig({ env: { ONGRID_SKILLS_MAX_CALLS_PER_USER: "2" } }).skills.max_calls_per_user).toBe(2);
+    expect(() => loadConfig({ env: { ONGRID_SKILLS_MAX_CALLS_PER_USER: "0" } })).toThrow(/skills\.max_calls_per_user: must be >= 1 \(rule: minimum; set by ONGRID_SKILLS_MAX_CALLS_PER_USER\)/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_MAX_TIMEOUT: "99999999999h" } })).toThrow(/skills\.max_timeout: /);
     expect(() => loadConfig({ file: "/nonexistent/ongrid.yaml", env: {} })).toThrow(/config file \/nonexistent\/ongrid\.yaml: cannot read it/);
   });

@@ -113,6 +113,7 @@ export const CONFIG_SCHEMA = {
         default_timeout: { type: "string", default: "30s", description: "Deadline of a call that names none (duration: 500ms, 30s, 5m, 1h).", env: "ONGRID_SKILL_TIMEOUT", format: "duration" },
         max_timeout: { type: "string", default: "10m", description: "Largest deadline a caller may ask for.", env: "ONGRID_SKILL_MAX_TIMEOUT", format: "duration" },
         output_cap_bytes: { type: "integer", minimum: 256, maximum: 67108864, default: 65536, description: "Outputs larger than this (as JSON, in bytes) are truncated with a marker.", env: "ONGRID_OUTPUT_CAP_BYTES" },
+        max_calls_per_user: { type: "integer", minimum: 1, maximum: 100000, default: 256, description: "Most calls one user has running at once; a fan-out counts as one call, a diagnosis session's tool calls count to the user it runs for, a call that needed approval does not count (waiting or running); more are refused with RESOURCE_EXHAUSTED and audited.", env: "ONGRID_SKILLS_MAX_CALLS_PER_USER" },
         web_search: {
           type: "object",
           additionalProperties: false,
@@ -180,6 +181,7 @@ export interface ManagerConfig {
     default_timeout: string;
     max_timeout: string;
     output_cap_bytes: number;
+    max_calls_per_user: number;
     web_search: { url: string; timeout: string; max_results: number };
     send_message: { webhook_url: string; timeout: string };
   };

@@ -69,6 +69,12 @@ export interface ExecuteInput {
   waitForApproval?: boolean;
   /** Refuse instead of parking when approval would be needed (fan-out). */
   noApproval?: boolean;
+  /**
+   * Internal, set only by fanOut for its per-edge calls: the call takes no slot of its user's
+   * (skills.max_calls_per_user), the fan-out holds one for all of them. The RPC layer builds
+   * ExecuteInput field by field, so a client cannot set it.
+   */
+  inFanOut?: true;
 }
 
 /** The envelope plus the audit row it produced; for a parked call, the approval request instead of a result. */
@@ -76,6 +82,11 @@ export interface ExecuteOutput {
   result?: ResultEnvelope;
   auditSeq: number;
   approval?: ApprovalRow;
+}
+
+/** The user a call counts to for skills.max_calls_per_user: the one the LLM acts for, else the caller. */
+export function callUserOf(caller: Caller): string {
+  return caller.onBehalfOf || caller.userId;
 }
 
 /** An OngridError that also carries the audit row written for the refused call. */
@@ -145,6 +156,35 @@ export function createDispatcher(deps: DispatcherDeps) {
       .filter(Boolean),
   );
   const sopKeys = () => trustedKeys;
+  const maxCallsPerUser = config.skills.max_calls_per_user;
+  /** Calls running per user (callUserOf); a user with none has no entry. */
+  const running = new Map<string, number>();
+
+  /**
+   * Takes one of the caller's user's call slots (skills.max_calls_per_user), or throws
+   * resource_exhausted when all are taken. Returns the function that gives it back; calling that
+   * more than once gives it back once.
+   */
+  function acquireCallSlot(caller: Caller): () => void {
+    const user = callUserOf(caller);
+    const n = running.get(user) ?? 0;
+    if (n >= maxCallsPerUser) {
+      throw new OngridError(
+        "resource_exhausted",
+        `user ${JSON.stringify(user.length > 64 ? `${user.slice(0, 64)}…` : user)} has ${n} calls running (skills.max_calls_per_user is ${maxCallsPerUser})`,
+        "wait for one to finish; a fan-out counts as one call",
+      );
+    }
+    running.set(user, n + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (running.get(user) ?? 1) - 1;
+      if (left > 0) running.set(user, left);
+      else running.delete(user);
+    };
+  }
 
   function resolveTimeout(requested: number | undefined): number {
     if (!requested) return defaultTimeout;
@@ -344,12 +384,18 @@ export function createDispatcher(deps: DispatcherDeps) {
         }
         return await park(input, who, trail, startedAt, target, params, timeoutMs, cls, d);
       }
-      let evidence: Evidence | undefined;
-      if (cls !== "safe") {
-        log.warn({ skill: target.skill.meta.key, edge_id: target.edgeId, user: input.caller.userId, class: cls }, "BYPASS MODE: a non-safe call runs without approval");
-        evidence = { approvalId: "", approvers: [], sopHash: "", effectiveClass: cls, reasonType: d.reasonType };
+      // Counted only while it runs (a parked call holds no slot); a fan-out's per-edge calls share its slot.
+      const release = input.inFanOut ? undefined : acquireCallSlot(input.caller);
+      try {
+        let evidence: Evidence | undefined;
+        if (cls !== "safe") {
+          log.warn({ skill: target.skill.meta.key, edge_id: target.edgeId, user: input.caller.userId, class: cls }, "BYPASS MODE: a non-safe call runs without approval");
+          evidence = { approvalId: "", approvers: [], sopHash: "", effectiveClass: cls, reasonType: d.reasonType };
+        }
+        result = await run(target, params, timeoutMs, input.signal, evidence, { caller: input.caller, sessionId: input.sessionId ?? "", mode: input.mode, playbook: input.playbook });
+      } finally {
+        release?.();
       }
-      result = await run(target, params, timeoutMs, input.signal, evidence, { caller: input.caller, sessionId: input.sessionId ?? "", mode: input.mode, playbook: input.playbook });
     } catch (err) {
       const e = asOngrid(err);
       const seq = await record(who, trail, startedAt, { result: null, error: `${e.code}: ${e.message}` });
@@ -425,6 +471,7 @@ export function createDispatcher(deps: DispatcherDeps) {
    * Runs a request whose quorum is complete (state running), as its requester, with the params it
    * was requested with. The SOP and the requester's reach are checked again; the outcome is
    * audited with the approval id, the approvers and the SOP hash, and recorded on the request.
+   * It takes no slot of skills.max_calls_per_user: its approvers decided that it runs.
    */
   function runApproved(row: ApprovalRow): Promise<void> {
     return track(runApprovedOnce(row));
@@ -478,7 +525,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     throw new AuditedError(err, seq);
   }
 
-  return { execute, drain, refuse, runApproved, record, preview };
+  return { execute, drain, refuse, runApproved, record, preview, acquireCallSlot };
 }
 
 /** The dispatcher's interface, for the RPC services and the CLI. */

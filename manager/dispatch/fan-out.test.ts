@@ -1,7 +1,9 @@
 /**
  * fanOut's own wiring, against a stand-in dispatcher and hub: every call gets a signal of its own
- * that the caller's abort reaches, results stream in completion order, the summary counts them.
- * (The real dispatcher, hub and edges are exercised in test/edge.e2e.test.ts.)
+ * that the caller's abort reaches, results stream in completion order, the summary counts them; the
+ * fan-out holds one slot of skills.max_calls_per_user until its last call settles, its calls take
+ * none, and a reader that stops early cancels the calls still running.
+ * (The real dispatcher, hub and edges are exercised in test/edge.e2e.test.ts and test/user-call-limit.e2e.test.ts.)
  */
 import { describe, expect, it } from "vitest";
 import { OngridError } from "../../skill/errors.ts";
@@ -9,21 +11,35 @@ import { fanOut, type FanOutEvent } from "./fan-out.ts";
 import type { Dispatcher } from "./dispatch.ts";
 import type { Hub } from "../tunnel/hub.ts";
 
-function fakes(n: number, run: (edgeId: string, signal: AbortSignal) => Promise<void>) {
+function fakes(n: number, run: (edgeId: string, signal: AbortSignal) => Promise<void>, opts: { slotsFree?: boolean } = {}) {
   const sessions = Array.from({ length: n }, (_, i) => ({ edgeId: `e${i}`, hello: { labels: { team: "a" } } }));
   const signals: AbortSignal[] = [];
+  const inFanOut: unknown[] = [];
+  /** Slots taken and given back; refused: errors handed to refuse. */
+  const slots = { taken: 0, released: 0, refused: [] as OngridError[] };
   const dispatcher = {
-    async execute(input: { edgeId: string; signal: AbortSignal }) {
+    async execute(input: { edgeId: string; signal: AbortSignal; inFanOut?: true }) {
       signals.push(input.signal);
+      inFanOut.push(input.inFanOut);
       await run(input.edgeId, input.signal);
       return { result: { success: true, output: input.edgeId, duration_ms: 0, truncated: false, edge_id: input.edgeId }, auditSeq: 1 };
     },
     async refuse(_: unknown, err: OngridError): Promise<never> {
+      slots.refused.push(err);
       throw err;
+    },
+    acquireCallSlot() {
+      if (opts.slotsFree === false) throw new OngridError("resource_exhausted", 'user "u" has 1 calls running (skills.max_calls_per_user is 1)');
+      slots.taken++;
+      let held = true;
+      return () => {
+        if (held) slots.released++;
+        held = false;
+      };
     },
   } as unknown as Dispatcher;
   const hub = { sessions: () => sessions } as unknown as Hub;
-  return { deps: { dispatcher, hub }, signals };
+  return { deps: { dispatcher, hub }, signals, inFanOut, slots };
 }
 
 async function collect(gen: AsyncGenerator<FanOutEvent>): Promise<FanOutEvent[]> {
@@ -66,5 +82,46 @@ describe("fanOut", () => {
     const events = await collect(fanOut(deps, { key: "k", edgeIds: [], selector: "team=a", caller: { userId: "u", role: "operator" } }));
     expect(events.map((e) => (e.kind === "edge" ? e.edgeId : "summary"))).toEqual(["e1", "e2", "e0", "summary"]);
     expect(events.at(-1)).toMatchObject({ targeted: 3, succeeded: 3, failed: 0 });
+  });
+
+  it("holds one slot for the whole fan-out, its calls take none, and gives it back when it ends", async () => {
+    let resolveAll!: () => void;
+    const gate = new Promise<void>((r) => (resolveAll = r));
+    const { deps, slots, inFanOut } = fakes(4, () => gate);
+    const gen = fanOut(deps, { key: "k", edgeIds: [], selector: "team=a", caller: { userId: "u", role: "operator" } });
+    const first = gen.next();
+    await new Promise((r) => setImmediate(r));
+    expect(slots).toMatchObject({ taken: 1, released: 0 });
+    expect(inFanOut).toEqual([true, true, true, true]);
+    resolveAll();
+    const events = [(await first).value, ...(await collect(gen))];
+    expect(events.at(-1)).toMatchObject({ kind: "summary", succeeded: 4 });
+    expect(slots).toMatchObject({ taken: 1, released: 1 });
+  });
+
+  it("a reader that stops early cancels the calls still running and gives the slot back once they settle", async () => {
+    const { deps, slots, signals } = fakes(3, (id, signal) =>
+      id === "e0"
+        ? Promise.resolve()
+        : new Promise<void>((_r, reject) => signal.addEventListener("abort", () => setTimeout(() => reject(signal.reason), 20), { once: true })),
+    );
+    for await (const ev of fanOut(deps, { key: "k", edgeIds: [], selector: "team=a", caller: { userId: "u", role: "operator" } })) {
+      expect(ev).toMatchObject({ kind: "edge", edgeId: "e0" });
+      break;
+    }
+    expect(signals.filter((s) => s.aborted)).toHaveLength(2);
+    expect(signals[1]!.reason).toMatchObject({ code: "cancelled", message: "the fan-out's reader stopped reading its results" });
+    // The two cancelled calls are still settling: the slot is held until they have.
+    expect(slots).toMatchObject({ taken: 1, released: 0 });
+    await new Promise((r) => setTimeout(r, 60));
+    expect(slots).toMatchObject({ taken: 1, released: 1 });
+  });
+
+  it("a refused slot goes through refuse (audited) and starts no call", async () => {
+    const { deps, slots, signals } = fakes(3, async () => {}, { slotsFree: false });
+    const err = await collect(fanOut(deps, { key: "k", edgeIds: [], selector: "team=a", caller: { userId: "u", role: "operator" } })).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "resource_exhausted" });
+    expect(slots.refused.map((e) => e.code)).toEqual(["resource_exhausted"]);
+    expect(signals).toHaveLength(0);
   });
 });

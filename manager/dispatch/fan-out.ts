@@ -31,7 +31,21 @@ export type FanOutEvent =
   | { kind: "edge"; edgeId: string; result?: ResultEnvelope; error?: EnvelopeError; auditSeq: number }
   | { kind: "summary"; targeted: number; succeeded: number; failed: number; timedOut: number; durationMs: number; leftOut: number };
 
-/** Resolves the targets, starts every call at once and yields results in completion order. */
+/** Takes the one slot of skills.max_calls_per_user the whole fan-out counts as; a refusal is audited and thrown. */
+async function takeSlot(dispatcher: Dispatcher, input: FanOutInput): Promise<() => void> {
+  try {
+    return dispatcher.acquireCallSlot(input.caller);
+  } catch (err) {
+    if (!(err instanceof OngridError)) throw err;
+    return dispatcher.refuse({ ...input, edgeId: "" }, err);
+  }
+}
+
+/**
+ * Resolves the targets, starts every call at once and yields results in completion order. The
+ * fan-out counts as one call of its user's (skills.max_calls_per_user) until its last call has
+ * settled; a reader that stops early cancels the calls still running.
+ */
 export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input: FanOutInput): AsyncGenerator<FanOutEvent> {
   const started = Date.now();
   if (!input.edgeIds.length && !input.selector.trim()) {
@@ -61,6 +75,7 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
     }
   }
 
+  const release = await takeSlot(deps.dispatcher, input);
   // One listener on the caller's signal, and a signal of its own per call: Node's EventTarget
   // checks each new listener against the ones it holds, so N calls listening on one shared signal
   // cost O(N²) (≈ 0.5 s of a 10,000-edge fan-out).
@@ -71,49 +86,59 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
   let remaining = targets.size;
   let succeeded = 0;
   let timedOut = 0;
-  for (const edgeId of targets) {
-    const cancel = new AbortController();
-    if (input.signal?.aborted) cancel.abort(input.signal.reason);
-    else inFlight.add(cancel);
-    deps.dispatcher
-      .execute({
-        key: input.key,
-        params: input.params,
-        paramsJson: input.paramsJson,
-        edgeId,
-        sessionId: input.sessionId,
-        timeoutMs: input.perEdgeTimeoutMs,
-        caller: input.caller,
-        signal: cancel.signal,
-        mode: input.mode,
-        playbook: input.playbook,
-        noApproval: true,
-      })
-      .then(
-        (out): FanOutEvent => {
-          const result = out.result!; // noApproval: a call is refused rather than parked
-          if (result.success) succeeded++;
-          else if (result.error?.code === "deadline_exceeded") timedOut++;
-          return { kind: "edge", edgeId, result, auditSeq: out.auditSeq };
-        },
-        (err): FanOutEvent => {
-          const e = err instanceof OngridError ? err : new OngridError("internal", "internal error");
-          if (e.code === "deadline_exceeded") timedOut++;
-          return { kind: "edge", edgeId, error: { code: e.code, message: e.message, hint: e.hint }, auditSeq: err instanceof AuditedError ? err.auditSeq : 0 };
-        },
-      )
-      .then((ev) => {
-        inFlight.delete(cancel);
-        queue.push(ev);
-        remaining--;
-        wake?.();
-      });
+  /** The generator has returned (done, or its reader stopped): the slot goes back when the last call settles. */
+  let ended = false;
+  try {
+    for (const edgeId of targets) {
+      const cancel = new AbortController();
+      if (input.signal?.aborted) cancel.abort(input.signal.reason);
+      else inFlight.add(cancel);
+      deps.dispatcher
+        .execute({
+          key: input.key,
+          params: input.params,
+          paramsJson: input.paramsJson,
+          edgeId,
+          sessionId: input.sessionId,
+          timeoutMs: input.perEdgeTimeoutMs,
+          caller: input.caller,
+          signal: cancel.signal,
+          mode: input.mode,
+          playbook: input.playbook,
+          noApproval: true,
+          inFanOut: true,
+        })
+        .then(
+          (out): FanOutEvent => {
+            const result = out.result!; // noApproval: a call is refused rather than parked
+            if (result.success) succeeded++;
+            else if (result.error?.code === "deadline_exceeded") timedOut++;
+            return { kind: "edge", edgeId, result, auditSeq: out.auditSeq };
+          },
+          (err): FanOutEvent => {
+            const e = err instanceof OngridError ? err : new OngridError("internal", "internal error");
+            if (e.code === "deadline_exceeded") timedOut++;
+            return { kind: "edge", edgeId, error: { code: e.code, message: e.message, hint: e.hint }, auditSeq: err instanceof AuditedError ? err.auditSeq : 0 };
+          },
+        )
+        .then((ev) => {
+          inFlight.delete(cancel);
+          queue.push(ev);
+          remaining--;
+          if (ended && remaining === 0) release();
+          wake?.();
+        });
+    }
+    while (remaining > 0 || queue.length) {
+      if (!queue.length) await new Promise<void>((r) => (wake = r));
+      wake = undefined;
+      // Take the whole queue at once (shift() on a queue of thousands is O(n) each).
+      for (const ev of queue.splice(0)) yield ev;
+    }
+    yield { kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut };
+  } finally {
+    ended = true;
+    if (remaining === 0) release();
+    else for (const c of inFlight) c.abort(new OngridError("cancelled", "the fan-out's reader stopped reading its results"));
   }
-  while (remaining > 0 || queue.length) {
-    if (!queue.length) await new Promise<void>((r) => (wake = r));
-    wake = undefined;
-    // Take the whole queue at once (shift() on a queue of thousands is O(n) each).
-    for (const ev of queue.splice(0)) yield ev;
-  }
-  yield { kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut };
 }

@@ -243,7 +243,7 @@ async function throughputSection(url: string, adminToken: string, o: ReturnType<
   // (validated, gated, sent down the tunnel, audited; no RPC, no authentication).
   log(`throughput inside the manager: dispatcher.execute with ${o.concurrency} calls in flight for ${o.throughputMs / 1000} s (2 s warm-up), 10 simulated edges`);
   const inDb = await benchDatabase(o.databaseUrl);
-  const inproc = await startManager(loadConfig({ env: {}, overrides: { "server.host": "127.0.0.1", "server.port": 0, data_dir: join(tmpdir(), `ongrid-bench-inproc-${process.pid}`), database_url: inDb, log_level: "warn" } }));
+  const inproc = await startManager(loadConfig({ env: {}, overrides: { "server.host": "127.0.0.1", "server.port": 0, data_dir: join(tmpdir(), `ongrid-bench-inproc-${process.pid}`), database_url: inDb, log_level: "warn", "skills.max_calls_per_user": Math.max(256, o.concurrency) } }));
   let inClosed = false;
   cleanups.push(() => (inClosed ? undefined : inproc.close()));
   const inEdges: Array<{ id: string; token: string }> = [];
@@ -403,7 +403,9 @@ async function main(): Promise<number> {
     const port = await freePort();
     const dataDir = join(work, "data");
     log(`starting the manager (own process, PostgreSQL ${new URL(databaseUrl).pathname.slice(1)}, port ${port})`);
-    let proc: ManagerProc = await startManagerProcess({ root: ROOT, port, dataDir, databaseUrl, needFds, cpuProfDir: o.managerCpuProf, firstStart: true });
+    // The throughput load is one user's calls, --concurrency at once: the per-user limit must let them all run.
+    const limits = { ONGRID_SKILLS_MAX_CALLS_PER_USER: String(Math.max(256, o.concurrency)) };
+    let proc: ManagerProc = await startManagerProcess({ root: ROOT, port, dataDir, databaseUrl, needFds, cpuProfDir: o.managerCpuProf, firstStart: true, env: limits });
     const adminToken = (proc as { adminToken?: string }).adminToken;
     if (!adminToken) throw new Error("the manager did not print its first admin token");
     if (o.only.has("edge")) await edgeSection(work, proc.url, adminToken, rows, details);

@@ -23,11 +23,13 @@ export interface ManagerProcOptions {
   firstStart?: boolean;
   listenTimeoutMs?: number;
   tokenTimeoutMs?: number;
+  /** More environment for the manager (configuration by ONGRID_* variables). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Starts the manager, waits until it listens on loopback and, on a first start, reads its admin token. */
 export async function startManagerProcess(o: ManagerProcOptions): Promise<ManagerProc & { adminToken?: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ONGRID_LOG_LEVEL: "warn" };
+  const env: NodeJS.ProcessEnv = { ...process.env, ONGRID_LOG_LEVEL: "warn", ...o.env };
   delete env.DATABASE_URL;
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   const profile = o.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${o.cpuProfDir}`] : [];
