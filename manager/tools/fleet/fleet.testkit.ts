@@ -87,6 +87,8 @@ export function fakeDeps(edges: FakeEdge[], answer: (input: ExecuteInput) => Ans
     async refuse(_input: ExecuteInput, err: OngridError): Promise<never> {
       throw new AuditedError(err, 0);
     },
+    // The per-user limit (skills.max_calls_per_user) is tested with the real dispatcher (test/user-call-limit.e2e.test.ts).
+    acquireCallSlot: () => () => undefined,
   };
   const deps = { hub, edges: store, dispatcher } as unknown as Pick<BaseToolDeps, "hub" | "edges" | "dispatcher">;
   return { deps, calls };
