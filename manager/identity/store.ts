@@ -1,6 +1,6 @@
 /** Users, roles and API tokens (G1) with their reach over edges (G4); tokens are stored only as SHA-256. */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { and, asc, count, eq, isNull } from "drizzle-orm";
+import { and, asc, count, eq, isNull, sql } from "drizzle-orm";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { apiTokens, users, type ApiTokenRow, type UserRow } from "../db/schema/index.ts";
@@ -64,6 +64,15 @@ function info(row: ApiTokenRow): TokenInfo {
 export function createIdentityStore(database: Database) {
   const { db } = database;
   const lastUsedWritten = new Map<string, number>();
+  // On every RPC's path: the token and its user in one query, built once. Built per request it
+  // cost ≈ 280 µs of CPU a call and held authenticate() to ≈ 2,400 a second on PostgreSQL;
+  // prepared, ≈ 50 µs and ≈ 16,000 (ExecuteSkill RPCs/s in bench:fleet on a 2-core machine: 573–575 → 814–950).
+  const tokenLookup = db
+    .select({ token: apiTokens, user: users })
+    .from(apiTokens)
+    .leftJoin(users, eq(users.id, apiTokens.userId))
+    .where(eq(apiTokens.tokenHash, sql.placeholder("hash")))
+    .prepare("ongrid_authenticate");
 
   async function getUser(id: string): Promise<UserRow | undefined> {
     return (await db.select().from(users).where(eq(users.id, id)))[0];
@@ -153,8 +162,7 @@ export function createIdentityStore(database: Database) {
       const m = /^ogu_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/.exec(token);
       if (!m) throw new OngridError("unauthenticated", "the API token is malformed", "tokens look like ogu_<12 hex>_<43 characters>");
       const hash = hashToken(token);
-      // The token and its user in one query (this is on every RPC's path).
-      const found = (await db.select({ token: apiTokens, user: users }).from(apiTokens).leftJoin(users, eq(users.id, apiTokens.userId)).where(eq(apiTokens.tokenHash, hash)))[0];
+      const found = (await tokenLookup.execute({ hash }))[0];
       const row = found?.token;
       if (!row || !timingSafeEqual(Buffer.from(row.tokenHash), Buffer.from(hash)) || row.id !== m[1]) {
         throw new OngridError("unauthenticated", `unknown API token (id ${m[1]})`, "the token is wrong or was never issued here");
