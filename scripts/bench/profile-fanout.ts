@@ -1,0 +1,59 @@
+/**
+ * A profiling aid, not a benchmark: fan-outs of bench_echo from a manager in this process to N
+ * simulated edges in another process, timed, with the inspector's CPU profiler around them.
+ *
+ *   N=3000 RUNS=6 DB=postgres://postgres@127.0.0.1:5432/somedb PROF=/tmp/fan.cpuprofile \
+ *     npx tsx scripts/bench/profile-fanout.ts
+ *
+ * N edges (default 3000), RUNS timed fan-outs after one warm-up (default 8), DB a PostgreSQL URL
+ * (default: PGlite in a temporary directory), PROF where to write the .cpuprofile (default: no
+ * profile). Prints the fan-out times and their median.
+ */
+import { Session } from "node:inspector/promises";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../manager/config/load.ts";
+import { startManager } from "../../manager/main.ts";
+import { startFleet } from "../sim/fleet.ts";
+import { fanOut } from "../../manager/dispatch/fan-out.ts";
+import { BENCH_SKILL } from "./lib/constants.ts";
+
+const N = Number(process.env.N ?? 3000);
+const RUNS = Number(process.env.RUNS ?? 8);
+const dataDir = mkdtempSync(join(tmpdir(), "fanprof-"));
+const m = await startManager(loadConfig({ env: {}, overrides: { "server.port": 0, data_dir: dataDir, log_level: "warn", ...(process.env.DB ? { database_url: process.env.DB } : {}) } }));
+const edges: Array<{ id: string; token: string }> = [];
+for (let i = 0; i < N; i++) edges.push({ id: `fp-${i}`, token: (await m.edges.enroll(`fp-${i}`)).token });
+const fleet = await startFleet({ url: m.url, edges, processes: 1, labels: { fp: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: false, maxBackoffMs: 30_000, inventory: "echo" });
+console.log("connected", fleet.connected.connected);
+const caller = { userId: "admin", role: "admin" };
+async function once(): Promise<number> {
+  const t0 = performance.now();
+  let ok = 0;
+  for await (const ev of fanOut({ dispatcher: m.dispatcher, hub: m.hub }, { key: BENCH_SKILL, params: { text: "x" }, edgeIds: [], selector: "fp=1", caller })) {
+    if (ev.kind === "edge" && ev.result?.success) ok++;
+  }
+  if (ok !== N) console.log("ok", ok);
+  return performance.now() - t0;
+}
+await once();
+const s = new Session();
+s.connect();
+if (process.env.PROF) {
+  await s.post("Profiler.enable");
+  await s.post("Profiler.setSamplingInterval", { interval: 200 });
+  await s.post("Profiler.start");
+}
+const times: number[] = [];
+for (let i = 0; i < RUNS; i++) times.push(await once());
+if (process.env.PROF) {
+  const { profile } = await s.post("Profiler.stop");
+  writeFileSync(process.env.PROF, JSON.stringify(profile));
+}
+times.sort((a, b) => a - b);
+console.log("fan-out ms", times.map((t) => t.toFixed(0)).join(" "), "p50", times[Math.floor(times.length / 2)]!.toFixed(0));
+await fleet.close();
+await m.close();
+rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);
