@@ -69,8 +69,8 @@ const IDENTITIES: Identity[] = [
   ...ROLES.map((role): Identity => ({ name: role, state: "valid", role, userId: `mx-${role}` })),
 ];
 const identity = (name: string) => IDENTITIES.find((i) => i.name === name)!;
-/** The part of an API token that is secret (ogu_<id>_<secret>). */
-const secretOf = (token: string) => token.split("_").at(-1)!;
+/** The part of an API token that is secret (ogu_<12 hex id>_<43 characters>; the secret may itself hold "_"). */
+const secretOf = (token: string) => token.slice("ogu_".length + 12 + 1);
 
 // ---------------------------------------------------------------------------------------------
 // The manager.
