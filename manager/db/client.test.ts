@@ -8,6 +8,7 @@ import { sql } from "drizzle-orm";
 import { describeBothBackends, realPostgresUrl } from "../../test/support/pg.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { MIGRATIONS_FOLDER, describeUrl, openDatabase } from "./client.ts";
+import { processIdentity } from "./lock.ts";
 import { toolCalls } from "./schema/index.ts";
 
 /** How many migrations drizzle-kit generated (manager/db/migrations/meta/_journal.json). */
@@ -89,7 +90,9 @@ describe("openDatabase with PGlite", () => {
     const d = await openDatabase({ dataDir });
     expect(d.kind).toBe("pglite");
     expect(existsSync(join(dataDir, "pglite"))).toBe(true);
-    expect((await readFile(join(dataDir, "ongrid.lock"), "utf8")).trim()).toBe(String(process.pid));
+    // Our pid, then who we are beyond it (boot id / start time), so a reused pid is not taken for us.
+    expect(await readFile(join(dataDir, "ongrid.lock"), "utf8")).toBe(`${process.pid}\n${await processIdentity("self")}\n`);
+    expect(await processIdentity("self")).toMatch(/^[0-9a-f-]{36}\/\d+$/);
     await d.close();
     expect(existsSync(join(dataDir, "ongrid.lock"))).toBe(false);
   });
@@ -130,8 +133,31 @@ describe("openDatabase with PGlite", () => {
     const dataDir = await tempDir();
     await writeFile(join(dataDir, "ongrid.lock"), `${await deadPid()}\n`);
     const d = await openDatabase({ dataDir });
-    expect((await readFile(join(dataDir, "ongrid.lock"), "utf8")).trim()).toBe(String(process.pid));
+    expect((await readFile(join(dataDir, "ongrid.lock"), "utf8")).split("\n")[0]).toBe(String(process.pid));
     await d.close();
+  });
+
+  test("a lock naming a live pid with that process's identity is held; with another identity the pid was reused, and it is taken over", async () => {
+    const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" });
+    try {
+      await new Promise((r) => other.once("spawn", r));
+      const identity = await processIdentity(other.pid!);
+      expect(identity).toMatch(/^[0-9a-f-]{36}\/\d+$/);
+      const held = await tempDir();
+      await writeFile(join(held, "ongrid.lock"), `${other.pid}\n${identity}\n`);
+      await expect(openDatabase({ dataDir: held })).rejects.toThrow(new RegExp(`pid ${other.pid}\\b`));
+      // The same live pid, but the lock was written by a process that started at another time (or in another boot).
+      const [boot, start] = identity!.split("/");
+      for (const reused of [`${boot}/${Number(start) - 1}`, `00000000-0000-0000-0000-000000000000/${start}`]) {
+        const dataDir = await tempDir();
+        await writeFile(join(dataDir, "ongrid.lock"), `${other.pid}\n${reused}\n`);
+        const d = await openDatabase({ dataDir });
+        expect((await readFile(join(dataDir, "ongrid.lock"), "utf8")).split("\n")[0]).toBe(String(process.pid));
+        await d.close();
+      }
+    } finally {
+      other.kill();
+    }
   });
 });
 

@@ -24,13 +24,46 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
- * Takes `path` exclusively, writing our pid into it. A lock whose pid is not alive (or is our own pid
- * but not held by this process, as after a container restart) is stale and taken over.
+ * Who a process is beyond its pid, where Linux says: the boot and the process's start time (in
+ * clock ticks since boot, field 22 of /proc/<pid>/stat). A pid can be reused by another process,
+ * and after a reboot or a container restart the same pid comes back; boot id + start time cannot.
+ * Undefined where /proc is not there.
+ */
+export async function processIdentity(pid: number | "self"): Promise<string | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after the last ")".
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const boot = (await readFile("/proc/sys/kernel/random/boot_id", "utf8")).trim();
+    return start && boot ? `${boot}/${start}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the lock's holder, as the lock file describes it, is still running. */
+async function holderAlive(pid: number, identity: string | undefined): Promise<boolean> {
+  if (!pidAlive(pid)) return false;
+  // A lock written with the holder's identity: the live process with that pid must be the same one.
+  if (identity) {
+    const now = await processIdentity(pid);
+    if (now !== undefined && now !== identity) return false;
+  }
+  return true;
+}
+
+/**
+ * Takes `path` exclusively, writing our pid (and, on Linux, our boot id and start time) into it. A
+ * lock whose holder is not running is stale and taken over: its pid is not alive, or is alive but
+ * is another process (a reused pid: another boot or start time), or is our own pid but not held by
+ * this process (as after a container restart). A lock of the older form, a pid alone, counts as
+ * held while that pid is alive.
  */
 export async function acquireLock(file: string, what: string): Promise<DirLock> {
   const path = resolve(file);
   if (heldHere.has(path)) throw heldError(path, process.pid, what);
-  const token = `${process.pid}\n`;
+  const self = await processIdentity("self");
+  const token = `${process.pid}\n${self ? `${self}\n` : ""}`;
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   await writeFile(tmp, token, { mode: 0o644 });
   try {
@@ -41,12 +74,12 @@ export async function acquireLock(file: string, what: string): Promise<DirLock> 
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 3) throw err;
       }
-      const text = await readFile(path, "utf8").catch(() => "");
-      const pid = Number.parseInt(text.trim(), 10);
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) {
+      const [first = "", second] = (await readFile(path, "utf8").catch(() => "")).split("\n");
+      const pid = Number.parseInt(first.trim(), 10);
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && (await holderAlive(pid, second?.trim() || undefined))) {
         throw heldError(path, pid, what);
       }
-      // Stale (dead pid, our own pid from a previous life, or garbage): remove and retry.
+      // Stale (dead pid, a pid reused by another process, our own pid from a previous life, or garbage): remove and retry.
       await unlink(path).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== "ENOENT") throw e;
       });
