@@ -6,7 +6,8 @@ import { Command, CommanderError } from "commander";
 import pino from "pino";
 import { parseDuration } from "../skill/duration.ts";
 import { OngridError } from "../skill/errors.ts";
-import { isLoopbackHost } from "../skill/net.ts";
+import { parseBoolean } from "../skill/boolean.ts";
+import { isLoopbackHost, managerUrlProblem } from "../skill/net.ts";
 import { EDGE_VERSION, createEdgeRuntime } from "./runtime.ts";
 import { EDGE_ID_PATTERN, edgeIdFromHostname, labelProblem } from "../skill/identity.ts";
 
@@ -35,12 +36,10 @@ function parseLabels(values: string[]): Record<string, string> {
 
 const list = (v: string, acc: string[]) => [...acc, v];
 
-/** A boolean environment variable: true/1/yes or false/0/no (or unset: false); anything else is refused, naming it. */
+/** A boolean environment variable (parseBoolean's words; unset or empty: false); anything else is refused, naming it. */
 function envFlag(name: string): boolean {
   const v = (process.env[name] ?? "").trim().toLowerCase();
-  if (v === "" || v === "false" || v === "0" || v === "no") return false;
-  if (v === "true" || v === "1" || v === "yes") return true;
-  return bad(name, `"${v.slice(0, 20)}" must be true or false`);
+  return v === "" ? false : (parseBoolean(v) ?? bad(name, `"${v.slice(0, 20)}" must be true or false`));
 }
 
 const env = process.env;
@@ -73,9 +72,8 @@ export function buildEdgeProgram(): Command {
       } catch {
         bad("--manager", `"${o.manager}" is not a URL`);
       }
-      if (url.protocol !== "http:" && url.protocol !== "https:") bad("--manager", "must be an http:// or https:// URL");
-      const requireTls = Boolean(o.requireTls) || envFlag("ONGRID_REQUIRE_TLS");
-      if (requireTls && url.protocol === "http:") bad("--manager", `${url.origin} is plaintext and TLS is required (--require-tls / ONGRID_REQUIRE_TLS); use an https:// URL`);
+      const urlProblem = managerUrlProblem(url, () => (o.requireTls || envFlag("ONGRID_REQUIRE_TLS") ? "--require-tls / ONGRID_REQUIRE_TLS" : undefined));
+      if (urlProblem) bad("--manager", urlProblem);
       let token: string = o.token ?? "";
       if (o.tokenFile) {
         try {

@@ -12,6 +12,7 @@ import { PlaybookService } from "../../proto/gen/ongrid/v1/playbook_service_pb.t
 import { AgentService } from "../../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { readFileSync } from "node:fs";
 import { OngridError } from "../../skill/errors.ts";
+import { managerUrlProblem } from "../../skill/net.ts";
 import { loadConfig } from "../config/load.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import { createLogger, openCore } from "../main.ts";
@@ -54,10 +55,8 @@ export function managerUrl(opts: CoreOptions): string | undefined {
   } catch {
     return flagError("--manager", `"${url.slice(0, 200)}" is not a URL (e.g. https://ongrid.example:7070)`);
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") flagError("--manager", "must be an http:// or https:// URL");
-  if (parsed.protocol === "http:" && cliConfig(opts).server.require_tls) {
-    flagError("--manager", `${parsed.origin} is plaintext and TLS is required (server.require_tls / ONGRID_REQUIRE_TLS); use an https:// URL`);
-  }
+  const problem = managerUrlProblem(parsed, () => (cliConfig(opts).server.require_tls ? "server.require_tls / ONGRID_REQUIRE_TLS" : undefined));
+  if (problem) flagError("--manager", problem);
   return url;
 }
 

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { Ajv, type ErrorObject } from "ajv";
 import { parse as parseYaml } from "yaml";
 import { OngridError } from "../../skill/errors.ts";
+import { parseBoolean } from "../../skill/boolean.ts";
 import { parseDuration, DURATION_PATTERN } from "../../skill/duration.ts";
 import { CONFIG_SCHEMA, type ManagerConfig } from "./schema.ts";
 import { urlProblem } from "./url.ts";
@@ -47,9 +48,8 @@ function setPath(obj: Record<string, any>, path: string[], value: unknown): void
 /** Environment and flag values are strings; integers are converted here, and a bad one is reported with the rest. */
 function coerce(leaf: Leaf, raw: string, source: string, problems: string[]): unknown {
   if (leaf.type === "boolean") {
-    const v = raw.trim().toLowerCase();
-    if (v === "true" || v === "1" || v === "yes") return true;
-    if (v === "false" || v === "0" || v === "no") return false;
+    const b = parseBoolean(raw);
+    if (b !== undefined) return b;
     problems.push(`${leaf.path.join(".")}: must be true or false (rule: type; set by ${source}, got "${raw}")`);
     return undefined;
   }
