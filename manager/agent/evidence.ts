@@ -3,7 +3,7 @@
  * dedupe of identical calls (J5: same key + edge + params within a session answers from the
  * first result, marked so).
  */
-import { redact, redactString } from "../../skill/redact.ts";
+import { redact } from "../../skill/redact.ts";
 import { canonicalJson } from "../../skill/canonical.ts";
 import type { Caller, Dispatcher } from "../dispatch/dispatch.ts";
 import type { PermissionMode } from "../gate/gate.ts";
@@ -73,7 +73,7 @@ export function createEvidence(o: {
       tool: name,
       edgeId,
       // What the report and the console show: secrets masked (the call was made with them whole).
-      args: parsed !== undefined ? redact(parsed) : redactString(argumentsJson),
+      args: redact(parsed !== undefined ? parsed : argumentsJson),
       success: Boolean(out.result?.success),
       content,
       auditSeq: out.auditSeq,

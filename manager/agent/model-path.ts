@@ -4,7 +4,7 @@
  * chosen playbook with read_skill and calls only the offered tools, bounded in steps and time;
  * the Verifier, without tools, checks the report against the evidence.
  */
-import { redact, redactString } from "../../skill/redact.ts";
+import { redact } from "../../skill/redact.ts";
 import type { Logger } from "pino";
 import { describeSteps, type Playbook } from "../playbooks/parse.ts";
 import type { PlaybookRegistry } from "../playbooks/registry.ts";
@@ -182,7 +182,7 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
         // Shown as the raw text; the call path refuses it naming the rule.
       }
       // Shown as the model wrote them, with secrets masked (S6): the call itself gets them whole.
-      yield { type: "tool_call", step: o.evidence.items().length + 1, tool: tc.name, args: typeof args === "string" ? redactString(args) : redact(args) };
+      yield { type: "tool_call", step: o.evidence.items().length + 1, tool: tc.name, args: redact(args) };
       const item = await o.evidence.call(tc.name, tc.arguments);
       yield toolResultEvent(item);
       messages.push({ role: "tool", tool_call_id: tc.id, content: item.content });
