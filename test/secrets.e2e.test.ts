@@ -142,6 +142,16 @@ function reply(body: any): Reply {
   return { content: `# Report\n\nThe service failed. Details:\n\n${PLANTED}\n\nAlso seen: Authorization: Bearer ${BEARER_TOKEN}` };
 }
 
+/** A diagnosis as the operator over RPC, its events collected; the model must really have been asked. */
+async function diagnose(): Promise<Array<{ type: string }>> {
+  const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(opToken)] }));
+  const before = model.requests.length;
+  const events: Array<{ type: string }> = [];
+  for await (const ev of client.diagnose({ text: "the app cannot log in to its database" })) events.push(ev);
+  expect(model.requests.length).toBeGreaterThan(before);
+  return events;
+}
+
 describe("secrets never leak (S6)", () => {
   it("a failing pack's stderr: not in the caller's error, the audit table or the manager log", async () => {
     expect(m.registry.get("leak_fail")).toBeDefined();
@@ -169,11 +179,7 @@ describe("secrets never leak (S6)", () => {
   });
 
   it("a model's replies during a diagnosis: not in the event stream, the audit table or the manager log", async () => {
-    const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(opToken)] }));
-    const before = model.requests.length;
-    const events: unknown[] = [];
-    for await (const ev of client.diagnose({ text: "the app cannot log in to its database" })) events.push(ev);
-    expect(model.requests.length).toBeGreaterThan(before); // the model was really asked
+    const events = await diagnose();
     const text = dump(events);
     const types = (events as { type: string }[]).map((e) => e.type);
     expect(types).toEqual(expect.arrayContaining(["route", "report", "done"]));
@@ -187,13 +193,9 @@ describe("secrets never leak (S6)", () => {
   });
 
   it("the arguments of a model's tool calls: masked in the event stream, the audit table and the manager log", async () => {
-    const client = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(opToken)] }));
-    const before = model.requests.length;
     toolTurnsLeft = 1;
-    const events: Array<{ type: string; data?: unknown }> = [];
-    for await (const ev of client.diagnose({ text: "the app cannot log in to its database" })) events.push(ev as never);
+    const events = await diagnose();
     expect(toolTurnsLeft).toBe(0); // the model was asked with tools and answered with the calls
-    expect(model.requests.length).toBeGreaterThan(before);
     const calls = events.filter((e) => e.type === "tool_call");
     expect(calls.length).toBeGreaterThanOrEqual(3);
     const shown = dump(calls);
