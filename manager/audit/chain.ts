@@ -1,5 +1,5 @@
 /** The hash chain of the audit log (H2): a canonical form of each row and the SHA-256 link to its predecessor. */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { canonicalJson, encodeCanonical as encode } from "../../skill/canonical.ts";
 
 export { canonicalJson };
@@ -40,14 +40,60 @@ export interface ChainInput {
  * the text is exactly what canonicalJson would make of the same object (a test holds the two together).
  */
 export function rowHash(prevHash: string, row: ChainInput): string {
+  return hashRow(prevHash, rowTexts(row), row.seq, canonicalJson(row.args ?? null), canonicalJson(row.result ?? null));
+}
+
+/** The JSON texts of a row's scalar fields, made once for both its hash and its insert. */
+export interface RowTexts {
+  approvalId: string;
+  /** "" when the row has no approvers (the hash then leaves the field out). */
+  approvedBy: string;
+  callerRole: string;
+  callerUserId: string;
+  decision: string;
+  decisionReason: string;
+  deviceId: string;
+  durationMs: string;
+  error: string;
+  finishedAt: string;
+  /** "" when the row was not made on someone's behalf (the hash then leaves the field out). */
+  onBehalfOf: string;
+  sessionId: string;
+  sopHash: string;
+  startedAt: string;
+  toolName: string;
+}
+
+export function rowTexts(row: Omit<ChainInput, "seq">): RowTexts {
+  return {
+    approvalId: str(row.approvalId),
+    approvedBy: row.approvedBy ? str(row.approvedBy) : "",
+    callerRole: str(row.callerRole),
+    callerUserId: str(row.callerUserId),
+    decision: str(row.decision),
+    decisionReason: str(row.decisionReason),
+    deviceId: str(row.deviceId),
+    durationMs: num(row.durationMs),
+    error: str(row.error),
+    finishedAt: date(row.finishedAt),
+    onBehalfOf: row.onBehalfOf ? str(row.onBehalfOf) : "",
+    sessionId: str(row.sessionId),
+    sopHash: str(row.sopHash),
+    startedAt: date(row.startedAt),
+    toolName: str(row.toolName),
+  };
+}
+
+/** rowHash from a row's field texts, its seq and the canonical texts of its args and result. */
+export function hashRow(prevHash: string, t: RowTexts, seq: number, argsText: string, resultText: string): string {
   const text =
-    `{"approvalId":${str(row.approvalId)},${row.approvedBy ? `"approvedBy":${str(row.approvedBy)},` : ""}"args":${canonicalJson(row.args ?? null)},"callerRole":${str(row.callerRole)},` +
-    `"callerUserId":${str(row.callerUserId)},"decision":${str(row.decision)},"decisionReason":${str(row.decisionReason)},` +
-    `"deviceId":${str(row.deviceId)},"durationMs":${num(row.durationMs)},"error":${str(row.error)},"finishedAt":${date(row.finishedAt)},` +
-    `${row.onBehalfOf ? `"onBehalfOf":${str(row.onBehalfOf)},` : ""}` +
-    `"result":${canonicalJson(row.result ?? null)},"seq":${num(row.seq)},"sessionId":${str(row.sessionId)},"sopHash":${str(row.sopHash)},` +
-    `"startedAt":${date(row.startedAt)},"toolName":${str(row.toolName)}}`;
-  return createHash("sha256").update(`${prevHash}\n${text}`, "utf8").digest("hex");
+    `{"approvalId":${t.approvalId},${t.approvedBy ? `"approvedBy":${t.approvedBy},` : ""}"args":${argsText},"callerRole":${t.callerRole},` +
+    `"callerUserId":${t.callerUserId},"decision":${t.decision},"decisionReason":${t.decisionReason},` +
+    `"deviceId":${t.deviceId},"durationMs":${t.durationMs},"error":${t.error},"finishedAt":${t.finishedAt},` +
+    `${t.onBehalfOf ? `"onBehalfOf":${t.onBehalfOf},` : ""}` +
+    `"result":${resultText},"seq":${num(seq)},"sessionId":${t.sessionId},"sopHash":${t.sopHash},` +
+    `"startedAt":${t.startedAt},"toolName":${t.toolName}}`;
+  return hash("sha256", `${prevHash}\n${text}`, "hex");
 }
 
 const str = (v: string | null | undefined): string => (v === null || v === undefined ? "null" : JSON.stringify(v));

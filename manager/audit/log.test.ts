@@ -5,6 +5,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { canonicalJson, GENESIS_HASH, rowHash } from "./chain.ts";
 import { exportJsonLines } from "./export.ts";
 import { createAuditLog } from "./log.ts";
+import { PreparedJson } from "./record.ts";
 import type { AuditRecord, AuditRow } from "./types.ts";
 
 const T0 = Date.parse("2025-03-01T10:00:00.000Z");
@@ -280,6 +281,29 @@ describeBothBackends("audit log", (backend) => {
     expect(raw!.e).not.toContain(secret);
     expect(raw!.a).toContain("https://api.example.com"); // the rest of the args survive
     expect((await audit.verify()).ok).toBe(true);
+  });
+
+  test("prepared values — one args value shared by many rows (a fan-out), an edge's redacted result — are redacted, cleaned, stored and verified like any other", async () => {
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    const token = "Bearer sk-live-9f8e7d6c5b4a39281706f5e4d3c2b1a0";
+    const args = PreparedJson.of({ headers: { Authorization: token }, path: "/var" });
+    const rows = await Promise.all(
+      ["a", "b", "c"].map((edge) =>
+        audit.append(rec({ deviceId: edge, args, result: PreparedJson.ofRedacted({ success: true, output: `edge ${edge}\u0000 ok`, edge_id: edge }) })),
+      ),
+    );
+    expect(rows.map((r) => r.deviceId)).toEqual(["a", "b", "c"]);
+    const raw = await store.query<{ a: string; r: string }>("select args_json::text as a, result_json::text as r from tool_calls order by seq");
+    expect(raw).toHaveLength(3);
+    for (const [i, edge] of ["a", "b", "c"].entries()) {
+      expect(raw[i]!.a).not.toContain("sk-live-9f8e7d6c5b4a39281706f5e4d3c2b1a0"); // PreparedJson.of redacts
+      expect(raw[i]!.a).toContain("/var");
+      expect(JSON.parse(raw[i]!.r)).toEqual({ success: true, output: `edge ${edge}\uFFFD ok`, edge_id: edge }); // NUL cleaned
+    }
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 3 });
+    const [readBack] = await audit.list();
+    expect(rowHash(readBack!.prevHash, readBack!)).toBe(rows[0]!.rowHash);
   });
 
   test("export writes one JSON object per line in seq order", async () => {

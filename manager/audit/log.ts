@@ -4,8 +4,8 @@ import { errorText } from "../db/error-text.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database, DbLogger } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
-import { GENESIS_HASH, rowHash } from "./chain.ts";
-import { chainInputOf, fromDbRow, normalizeRecord, toInsertJson, type StoredRecord } from "./record.ts";
+import { canonicalJson, GENESIS_HASH, hashRow, rowHash, rowTexts, type RowTexts } from "./chain.ts";
+import { chainInputOf, fromDbRow, normalizeRecord, PreparedJson, toInsertText, type StoredRecord } from "./record.ts";
 import type { AuditFilter, AuditLog, AuditRecord, AuditRow, VerifyReport } from "./types.ts";
 
 /** Rows written in one statement at most. */
@@ -35,6 +35,11 @@ export interface AuditLogOptions {
 
 interface Pending {
   record: StoredRecord;
+  /** canonicalJson of args and of result, made when the row is first chained (or given). */
+  argsText?: string;
+  resultText?: string;
+  /** The JSON texts of its other fields, for its hash and its insert. */
+  texts?: RowTexts;
   resolve(row: AuditRow): void;
   reject(err: Error): void;
 }
@@ -43,7 +48,6 @@ interface Pending {
 interface Prepared {
   batch: Pending[];
   onto: { seq: number; rowHash: string };
-  rows: AuditRow[];
   json: string;
 }
 
@@ -81,7 +85,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
         // A timer turn, so the insert is on the wire (a query takes several event-loop turns to go
         // out; measured: with setImmediate it had not), then prepare the next batch meanwhile.
         await new Promise<void>((resolve) => setTimeout(resolve, 0));
-        const last = current.rows[current.rows.length - 1]!;
+        const last = current.batch[current.batch.length - 1]!.record;
         next = prepare(queue.splice(0, MAX_BATCH), { seq: last.seq, rowHash: last.rowHash });
       }
       await writing;
@@ -102,10 +106,9 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     return row ?? { seq: 0, rowHash: GENESIS_HASH };
   }
 
-  /** Chains a batch onto a head and serialises it for the insert (pure: a batch may be prepared again). */
+  /** Chains a batch onto a head and serialises it for the insert (a batch may be prepared again, onto another head). */
   function prepare(batch: Pending[], onto: { seq: number; rowHash: string }): Prepared {
-    const rows = chainBatch(onto, batch);
-    return { batch, onto, rows, json: JSON.stringify(rows.map(toInsertJson)) };
+    return { batch, onto, json: `[${chainBatch(onto, batch).join(",")}]` };
   }
 
   /**
@@ -113,9 +116,9 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
    * `ready` is the batch prepared ahead, used when it was chained onto the current head.
    */
   async function writeBatch(batch: Pending[], ready?: Prepared): Promise<void> {
-    let rows: AuditRow[] | undefined;
+    let written = false;
     try {
-      for (let attempt = 0; !rows; attempt++) {
+      for (let attempt = 0; !written; attempt++) {
         head ??= await readHead();
         const p = ready && ready.onto.seq === head.seq && ready.onto.rowHash === head.rowHash ? ready : prepare(batch, head);
         ready = undefined;
@@ -126,9 +129,9 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
           if (!isSeqTaken(err) || attempt + 1 >= MAX_RECHAIN) throw err;
           continue;
         }
-        const chained = p.rows;
-        rows = chained;
-        const last = chained[chained.length - 1]!;
+        // The records hold what this insert wrote: a batch is re-chained only before it is inserted again.
+        written = true;
+        const last = batch[batch.length - 1]!.record;
         head = { seq: last.seq, rowHash: last.rowHash };
       }
     } catch (err) {
@@ -148,13 +151,14 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
       for (const p of batch) p.reject(failure);
       return;
     }
-    batch.forEach((p, i) => p.resolve(rows[i]!));
+    for (const p of batch) p.resolve(p.record);
   }
 
   async function append(record: AuditRecord): Promise<AuditRow> {
     const stored = normalizeRecord(record);
+    const argsText = record.args instanceof PreparedJson ? record.args.canonical() : undefined;
     return new Promise<AuditRow>((resolve, reject) => {
-      queue.push({ record: stored, resolve, reject });
+      queue.push({ record: stored, argsText, resolve, reject });
       kick();
     });
   }
@@ -233,16 +237,25 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
   return { append, list, verify, flush };
 }
 
-/** Links the batch's records onto the given head: seq numbers and hashes. */
-function chainBatch(head: { seq: number; rowHash: string }, batch: Pending[]): AuditRow[] {
+/**
+ * Links the batch's records onto the given head — sets their seq, prevHash and rowHash — and
+ * returns each one's insert text. A batch chained again (after another writer took its seq
+ * numbers) is simply overwritten.
+ */
+function chainBatch(head: { seq: number; rowHash: string }, batch: Pending[]): string[] {
   let seq = head.seq;
   let prevHash = head.rowHash;
-  return batch.map(({ record }) => {
+  return batch.map((p) => {
+    const row = p.record;
     seq += 1;
-    const hash = rowHash(prevHash, { ...record, seq });
-    const row: AuditRow = { ...record, seq, prevHash, rowHash: hash };
-    prevHash = hash;
-    return row;
+    p.texts ??= rowTexts(row);
+    p.argsText ??= canonicalJson(row.args ?? null);
+    p.resultText ??= canonicalJson(row.result ?? null);
+    row.seq = seq;
+    row.prevHash = prevHash;
+    row.rowHash = hashRow(prevHash, p.texts, seq, p.argsText, p.resultText);
+    prevHash = row.rowHash;
+    return toInsertText(row, p.texts, p.argsText, p.resultText);
   });
 }
 

@@ -2,11 +2,14 @@
 import { redact } from "../../skill/redact.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { ToolCallRow } from "../db/schema/index.ts";
-import type { ChainInput } from "./chain.ts";
+import { canonicalJson, type ChainInput, type RowTexts } from "./chain.ts";
 import type { AuditRecord, AuditRow } from "./types.ts";
 
-/** A record after redaction and normalisation: exactly what is stored and hashed. */
-export type StoredRecord = AuditRecord;
+/**
+ * A record after redaction and normalisation — exactly what is stored and hashed — in the shape of
+ * its row: seq, prevHash and rowHash are set when the writer chains it (0 and "" until then).
+ */
+export type StoredRecord = AuditRow;
 
 const INT32_MAX = 2_147_483_647;
 
@@ -20,8 +23,8 @@ export function normalizeRecord(record: AuditRecord): StoredRecord {
   return {
     sessionId: text(record.sessionId),
     toolName: text(record.toolName),
-    args: redactedJson(record.args),
-    result: redactedJson(record.result),
+    args: record.args instanceof PreparedJson ? record.args.value : redactedJson(record.args),
+    result: record.result instanceof PreparedJson ? record.result.value : redactedJson(record.result),
     error: cleanString(redact(text(record.error))),
     deviceId: text(record.deviceId),
     startedAt: toDate(record.startedAt, "startedAt"),
@@ -35,36 +38,25 @@ export function normalizeRecord(record: AuditRecord): StoredRecord {
     sopHash: text(record.sopHash),
     approvedBy: text(record.approvedBy),
     onBehalfOf: text(record.onBehalfOf),
+    seq: 0,
+    prevHash: "",
+    rowHash: "",
   };
 }
 
 /**
- * One row as the audit writer inserts it: an object keyed by column name, read back by
- * `jsonb_to_recordset` (JSON null → SQL NULL, ISO timestamps → timestamptz).
+ * One row as the audit writer inserts it: the JSON text of an object keyed by column name, read
+ * back by `jsonb_to_recordset` (JSON null → SQL NULL, ISO timestamps → timestamptz), made from
+ * the texts its hash was made of.
  */
-export function toInsertJson(row: AuditRow): Record<string, unknown> {
-  return {
-    seq: row.seq,
-    session_id: row.sessionId,
-    tool_name: row.toolName,
-    args_json: row.args,
-    result_json: row.result,
-    error: row.error,
-    device_id: row.deviceId,
-    started_at: row.startedAt,
-    finished_at: row.finishedAt,
-    duration_ms: row.durationMs,
-    caller_user_id: row.callerUserId,
-    caller_role: row.callerRole,
-    decision: row.decision,
-    decision_reason: row.decisionReason,
-    approval_id: row.approvalId,
-    sop_hash: row.sopHash,
-    approved_by: row.approvedBy ?? "",
-    on_behalf_of: row.onBehalfOf ?? "",
-    prev_hash: row.prevHash,
-    row_hash: row.rowHash,
-  };
+export function toInsertText(row: AuditRow, t: RowTexts, argsText: string, resultText: string): string {
+  return (
+    `{"seq":${row.seq},"session_id":${t.sessionId},"tool_name":${t.toolName},"args_json":${argsText},"result_json":${resultText},` +
+    `"error":${t.error},"device_id":${t.deviceId},"started_at":${t.startedAt},"finished_at":${t.finishedAt},` +
+    `"duration_ms":${t.durationMs},"caller_user_id":${t.callerUserId},"caller_role":${t.callerRole},"decision":${t.decision},` +
+    `"decision_reason":${t.decisionReason},"approval_id":${t.approvalId},"sop_hash":${t.sopHash},"approved_by":${t.approvedBy || '""'},` +
+    `"on_behalf_of":${t.onBehalfOf || '""'},"prev_hash":"${row.prevHash}","row_hash":"${row.rowHash}"}`
+  );
 }
 
 /** The hash input of a row as read back, nulls kept as nulls. */
@@ -118,6 +110,41 @@ const BAD_CHARS = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF]
 /** Replaces NUL and unpaired surrogates, which PostgreSQL text and jsonb refuse, with U+FFFD. */
 function cleanString(s: string): string {
   return s.replace(BAD_CHARS, "\uFFFD");
+}
+
+/**
+ * An args or result value already in the form the log stores (redacted, plain JSON, cleaned), so
+ * that work done once serves many rows (a fan-out's params) or is not done twice (an edge's
+ * result, which the hub has redacted). Only this module makes one; normalizeRecord takes its
+ * value as it is.
+ */
+export class PreparedJson {
+  #text: string | undefined;
+  private constructor(readonly value: unknown) {}
+  /** canonicalJson of the value, made once (a fan-out's rows share their args). */
+  canonical(): string {
+    return (this.#text ??= canonicalJson(this.value));
+  }
+  /** Redacts and normalises a value, as normalizeRecord would. */
+  static of(value: unknown): PreparedJson {
+    return new PreparedJson(redactedJson(value));
+  }
+  /**
+   * Normalises a value that went through redact() and holds only JSON data (the hub's envelopes):
+   * it is checked for what PostgreSQL refuses, not redacted or copied again. The log keeps a
+   * reference, so the caller must not change the value afterwards (the dispatcher answers a call
+   * only once its row is written).
+   */
+  static ofRedacted(value: unknown): PreparedJson {
+    if (value === undefined || value === null) return new PreparedJson(null);
+    try {
+      const json = JSON.stringify(value);
+      if (json === undefined) return new PreparedJson(null);
+      return new PreparedJson(ESCAPED_BAD.test(json) ? cleanJson(JSON.parse(json)) : value);
+    } catch (err) {
+      return new PreparedJson({ unserializable: cleanString(err instanceof Error ? err.message : String(err)) });
+    }
+  }
 }
 
 /** Redacts, then reduces to a plain JSON value; a value that cannot be serialised is kept as a marker. */

@@ -5,9 +5,9 @@ export interface AuditRecord {
   sessionId: string;
   /** The skill key as the caller gave it (may be unknown or empty). */
   toolName: string;
-  /** Params as received; redacted by the log before storage. */
+  /** Params as received; redacted by the log before storage (unless a PreparedJson, made so once). */
   args: unknown;
-  /** The result envelope, or null when the call never ran; redacted by the log before storage. */
+  /** The result envelope, or null when the call never ran; redacted by the log before storage (unless a PreparedJson). */
   result: unknown;
   /** "code: message" when the call failed or was refused; "" on success. Redacted too. */
   error: string;

@@ -7,8 +7,9 @@ import { validateParams } from "../../skill/validate.ts";
 import { effectiveClass, type SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { redactString } from "../../skill/redact.ts";
-import type { ResultEnvelope, Skill } from "../../skill/types.ts";
+import type { ResultEnvelope, Skill, SkillClass } from "../../skill/types.ts";
 import { auditRecord, type AuditLog } from "../audit/types.ts";
+import { PreparedJson } from "../audit/record.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import type { EdgeStore } from "../edges/store.ts";
@@ -75,6 +76,20 @@ export interface ExecuteInput {
    * ExecuteInput field by field, so a client cannot set it.
    */
   inFanOut?: true;
+  /** Internal, set only by fanOut: the work its per-edge calls share (see shareWork). */
+  shared?: SharedWork;
+}
+
+/**
+ * What the per-edge calls of one fan-out work out once instead of once per edge: the params
+ * parsed, and per skill object (edges offering the same metadata share one) the validated params,
+ * their class and the gate's decision — all the same for every edge, since the caller, mode,
+ * playbook and params are; and the params as the audit log stores them. Created by
+ * `dispatcher.shareWork()` for one fan-out and dropped with it.
+ */
+export interface SharedWork {
+  parsed?: { raw: unknown; audit: PreparedJson };
+  checked: Map<Skill, { params: Record<string, unknown>; cls: SkillClass; decision: PermissionDecision }>;
 }
 
 /** The envelope plus the audit row it produced; for a parked call, the approval request instead of a result. */
@@ -288,7 +303,12 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   /** Writes the row of a call and returns its seq. */
-  async function record(input: { key: string; edgeId: string; sessionId: string; caller: Caller }, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string }): Promise<number> {
+  async function record(
+    input: { key: string; edgeId: string; sessionId: string; caller: Caller },
+    trail: Trail,
+    startedAt: Date,
+    outcome: { result: ResultEnvelope | null; error: string; fromEdge?: boolean },
+  ): Promise<number> {
     try {
       onCall?.({ key: input.key, edgeId: input.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: Date.now() - startedAt.getTime() });
     } catch (err) {
@@ -299,7 +319,8 @@ export function createDispatcher(deps: DispatcherDeps) {
         sessionId: input.sessionId,
         toolName: input.key,
         args: trail.args,
-        result: outcome.result,
+        // An edge's envelope was redacted by the hub: the log checks it but does not redact it again.
+        result: outcome.fromEdge && outcome.result ? PreparedJson.ofRedacted(outcome.result) : outcome.result,
         error: outcome.error,
         deviceId: input.edgeId,
         startedAt,
@@ -363,14 +384,33 @@ export function createDispatcher(deps: DispatcherDeps) {
     const trail: Trail = { args: input.paramsJson ?? input.params ?? {}, decision: "", decisionReason: "", approvalId: "", sopHash: "", approvedBy: "" };
     const who = { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller };
     let result: ResultEnvelope;
+    /** The envelope comes from the hub, which redacted it. */
+    let fromEdge = false;
     try {
-      const raw = parseParams(input);
-      trail.args = raw;
+      const { shared } = input;
+      let raw: unknown;
+      if (shared) {
+        shared.parsed ??= (() => {
+          const value = parseParams(input);
+          return { raw: value, audit: PreparedJson.of(value) };
+        })();
+        raw = shared.parsed.raw;
+        trail.args = shared.parsed.audit;
+      } else {
+        raw = parseParams(input);
+        trail.args = raw;
+      }
       const target = await resolveTarget(input);
-      const params = validateParams(target.skill, raw);
+      fromEdge = Boolean(target.edgeId);
+      let checked = shared?.checked.get(target.skill);
+      const params = checked?.params ?? validateParams(target.skill, raw);
       const timeoutMs = resolveTimeout(input.timeoutMs);
-      const cls = effectiveClass(target.skill, params);
-      const d = gateOf(input, target.skill, cls);
+      if (!checked) {
+        const cls = effectiveClass(target.skill, params);
+        checked = { params, cls, decision: gateOf(input, target.skill, cls) };
+        shared?.checked.set(target.skill, checked);
+      }
+      const { cls, decision: d } = checked;
       trail.decision = d.behavior;
       trail.decisionReason = `${d.reasonType}: ${d.reason}`;
       if (d.behavior === "deny") {
@@ -401,7 +441,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       const seq = await record(who, trail, startedAt, { result: null, error: `${e.code}: ${e.message}` });
       throw new AuditedError(e, seq);
     }
-    const seq = await record(who, trail, startedAt, { result, error: result.success ? "" : `${result.error?.code}: ${result.error?.message}` });
+    const seq = await record(who, trail, startedAt, { result, error: result.success ? "" : `${result.error?.code}: ${result.error?.message}`, fromEdge });
     return { result, auditSeq: seq };
   }
 
@@ -525,7 +565,10 @@ export function createDispatcher(deps: DispatcherDeps) {
     throw new AuditedError(err, seq);
   }
 
-  return { execute, drain, refuse, runApproved, record, preview, acquireCallSlot };
+  /** A fresh SharedWork for one fan-out's calls (ExecuteInput.shared). */
+  const shareWork = (): SharedWork => ({ checked: new Map() });
+
+  return { execute, drain, refuse, runApproved, record, preview, acquireCallSlot, shareWork };
 }
 
 /** The dispatcher's interface, for the RPC services and the CLI. */

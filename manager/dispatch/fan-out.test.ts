@@ -1,6 +1,6 @@
 /**
- * fanOut's own wiring, against a stand-in dispatcher and hub: every call gets a signal of its own
- * that the caller's abort reaches, results stream in completion order, the summary counts them; the
+ * fanOut's own wiring, against a stand-in dispatcher and hub: the calls share one signal of the
+ * fan-out's own that the caller's abort reaches, and one SharedWork; results stream in completion order, the summary counts them; the
  * fan-out holds one slot of skills.max_calls_per_user until its last call settles, its calls take
  * none, and a reader that stops early cancels the calls still running.
  * (The real dispatcher, hub and edges are exercised in test/edge.e2e.test.ts and test/user-call-limit.e2e.test.ts.)
@@ -15,18 +15,26 @@ function fakes(n: number, run: (edgeId: string, signal: AbortSignal) => Promise<
   const sessions = Array.from({ length: n }, (_, i) => ({ edgeId: `e${i}`, hello: { labels: { team: "a" } } }));
   const signals: AbortSignal[] = [];
   const inFanOut: unknown[] = [];
+  const shared: unknown[] = [];
+  const shareWorks: unknown[] = [];
   /** Slots taken and given back; refused: errors handed to refuse. */
   const slots = { taken: 0, released: 0, refused: [] as OngridError[] };
   const dispatcher = {
-    async execute(input: { edgeId: string; signal: AbortSignal; inFanOut?: true }) {
+    async execute(input: { edgeId: string; signal: AbortSignal; inFanOut?: true; shared?: unknown }) {
       signals.push(input.signal);
       inFanOut.push(input.inFanOut);
+      shared.push(input.shared);
       await run(input.edgeId, input.signal);
       return { result: { success: true, output: input.edgeId, duration_ms: 0, truncated: false, edge_id: input.edgeId }, auditSeq: 1 };
     },
     async refuse(_: unknown, err: OngridError): Promise<never> {
       slots.refused.push(err);
       throw err;
+    },
+    shareWork() {
+      const work = { checked: new Map() };
+      shareWorks.push(work);
+      return work;
     },
     acquireCallSlot() {
       if (opts.slotsFree === false) throw new OngridError("resource_exhausted", 'user "u" has 1 calls running (skills.max_calls_per_user is 1)');
@@ -39,7 +47,7 @@ function fakes(n: number, run: (edgeId: string, signal: AbortSignal) => Promise<
     },
   } as unknown as Dispatcher;
   const hub = { sessions: () => sessions } as unknown as Hub;
-  return { deps: { dispatcher, hub }, signals, inFanOut, slots };
+  return { deps: { dispatcher, hub }, signals, inFanOut, shared, shareWorks, slots };
 }
 
 async function collect(gen: AsyncGenerator<FanOutEvent>): Promise<FanOutEvent[]> {
@@ -49,16 +57,20 @@ async function collect(gen: AsyncGenerator<FanOutEvent>): Promise<FanOutEvent[]>
 }
 
 describe("fanOut", () => {
-  it("gives each call a signal of its own, and the caller's abort reaches every call in flight", async () => {
+  it("gives the calls one signal of its own and one SharedWork, and the caller's abort reaches every call in flight", async () => {
     const caller = new AbortController();
     let started = 0;
-    const { deps, signals } = fakes(50, (_id, signal) => {
+    const { deps, signals, shared, shareWorks } = fakes(50, (_id, signal) => {
       if (++started === 50) setImmediate(() => caller.abort(new Error("caller went away")));
       return new Promise<void>((_r, reject) => signal.addEventListener("abort", () => reject(new OngridError("cancelled", "the caller went away")), { once: true }));
     });
     const events = await collect(fanOut(deps, { key: "k", edgeIds: [], selector: "team=a", caller: { userId: "u", role: "operator" }, signal: caller.signal }));
-    expect(new Set(signals).size).toBe(50);
-    expect(signals.every((s) => s.aborted)).toBe(true);
+    expect(signals).toHaveLength(50);
+    expect(new Set(signals).size).toBe(1);
+    expect(signals[0]).not.toBe(caller.signal);
+    expect(signals[0]!.aborted).toBe(true);
+    expect(shareWorks).toHaveLength(1);
+    expect(shared.every((w) => w === shareWorks[0])).toBe(true);
     const edges = events.filter((e) => e.kind === "edge");
     expect(edges).toHaveLength(50);
     expect(edges.every((e) => e.kind === "edge" && e.error?.code === "cancelled")).toBe(true);
@@ -109,8 +121,9 @@ describe("fanOut", () => {
       expect(ev).toMatchObject({ kind: "edge", edgeId: "e0" });
       break;
     }
-    expect(signals.filter((s) => s.aborted)).toHaveLength(2);
-    expect(signals[1]!.reason).toMatchObject({ code: "cancelled", message: "the fan-out's reader stopped reading its results" });
+    expect(new Set(signals).size).toBe(1);
+    expect(signals[0]!.aborted).toBe(true);
+    expect(signals[0]!.reason).toMatchObject({ code: "cancelled", message: "the fan-out's reader stopped reading its results" });
     // The two cancelled calls are still settling: the slot is held until they have.
     expect(slots).toMatchObject({ taken: 1, released: 0 });
     await new Promise((r) => setTimeout(r, 60));

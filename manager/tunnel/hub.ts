@@ -20,6 +20,7 @@ import type { EdgeStore } from "../edges/store.ts";
 import { acceptBidi, checkGrpcRequest, refuse, type GrpcBidiCall } from "./grpc-stream.ts";
 import { skillFromMetadata } from "./remote-skill.ts";
 import { labelProblem } from "../../skill/identity.ts";
+import { createAbortWatchers, createDeadlines } from "./call-timers.ts";
 
 /** How long a token lookup may take before the edge is told to retry. */
 const AUTH_TIMEOUT_MS = 10_000;
@@ -29,6 +30,8 @@ const RECHECK_EVERY_TICKS = 12;
 const RECHECK_BATCH_MS = 1000;
 /** Skills one edge may offer. */
 const MAX_SKILLS_PER_EDGE = 1000;
+/** Call deadlines are gathered into slots this wide (a silent edge's call fails at most this late). */
+const DEADLINE_GRANULARITY_MS = 100;
 
 /** Resolves like `p`, or rejects after `ms`. */
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
@@ -68,7 +71,8 @@ export interface HubOptions {
 interface Pending {
   resolve(r: ResultEnvelope): void;
   reject(e: Error): void;
-  timer: NodeJS.Timeout;
+  /** Settles the call's bookkeeping: its deadline and its abort watch. */
+  settle(): void;
 }
 
 /** One connected edge. */
@@ -199,8 +203,6 @@ export function createHub(opts: HubOptions) {
             session.close({ code: Code.InvalidArgument, message: `result of call ${f.value.callId} refused: ${(err as Error).message}` });
             return;
           }
-          session.pending.delete(f.value.callId);
-          clearTimeout(p.timer);
           p.resolve(envelope);
         } else if (f.case === "inventory") {
           replaceInventory(session, f.value.skills);
@@ -329,10 +331,8 @@ export function createHub(opts: HubOptions) {
 
   function drop(session: LiveSession, reason: string): void {
     clearInterval(session.heartbeat);
-    for (const [id, p] of session.pending) {
-      clearTimeout(p.timer);
+    for (const p of [...session.pending.values()]) {
       p.reject(new OngridError("unavailable", `edge "${session.edgeId}" went away during the call: ${reason}`, "retry when the edge is back online"));
-      session.pending.delete(id);
     }
     if (sessions.get(session.edgeId) !== session) return;
     sessions.delete(session.edgeId);
@@ -351,46 +351,50 @@ export function createHub(opts: HubOptions) {
     return Boolean(row && !row.revokedAt && row.tokenHash === tokenHash);
   }
 
-  /** Runs a host skill on a connected edge; rejects with unavailable / deadline_exceeded / cancelled. */
+  /** The per-call deadlines (one timer per 100 ms slot) and abort watches (one listener per signal). */
+  const deadlines = createDeadlines(DEADLINE_GRANULARITY_MS);
+  const watchAbort = createAbortWatchers();
+
+  /**
+   * Runs a host skill on a connected edge; rejects with unavailable / deadline_exceeded / cancelled.
+   * Many calls may share one signal (a fan-out passes one for all its calls).
+   */
   function call(edgeId: string, key: string, params: Record<string, unknown>, timeoutMs: number, signal?: AbortSignal, evidence?: Evidence): Promise<ResultEnvelope> {
     const session = sessions.get(edgeId);
     if (!session) return Promise.reject(new OngridError("unavailable", `edge "${edgeId}" is offline`, "retry when the edge is back online"));
+    if (signal?.aborted) return Promise.reject(new OngridError("cancelled", `the call of "${key}" on edge "${edgeId}" was cancelled`));
     const callId = randomUUID();
     return new Promise<ResultEnvelope>((resolve, reject) => {
-      const cancel = (reason: string) =>
-        session.call.send({ frame: { case: "cancel", value: { callId, reason } } });
-      const settle = () => {
-        session.pending.delete(callId);
-        signal?.removeEventListener("abort", onAbort);
-      };
-      const onAbort = () => {
-        const p = session.pending.get(callId);
-        if (!p) return;
-        clearTimeout(p.timer);
-        settle();
-        cancel("the caller cancelled");
-        reject(new OngridError("cancelled", `the call of "${key}" on edge "${edgeId}" was cancelled`));
-      };
-      // The edge enforces the deadline itself; this timer only catches an edge that stays silent.
-      const timer = setTimeout(() => {
-        settle();
+      const cancel = (reason: string) => session.call.send({ frame: { case: "cancel", value: { callId, reason } } });
+      // The edge enforces the deadline itself; this one only catches an edge that stays silent.
+      const deadline = deadlines.after(timeoutMs + 1000, () => {
+        if (!session.pending.has(callId)) return;
+        pending.reject(new OngridError("deadline_exceeded", `edge "${edgeId}" did not answer "${key}" within ${timeoutMs} ms`, "raise timeout_ms or check the edge"));
         cancel("deadline exceeded");
-        reject(new OngridError("deadline_exceeded", `edge "${edgeId}" did not answer "${key}" within ${timeoutMs} ms`, "raise timeout_ms or check the edge"));
-      }, timeoutMs + 1000);
-      timer.unref();
-      session.pending.set(callId, {
-        resolve: (r) => {
-          settle();
+      });
+      const unwatch = signal
+        ? watchAbort(signal, () => {
+            if (!session.pending.has(callId)) return;
+            pending.reject(new OngridError("cancelled", `the call of "${key}" on edge "${edgeId}" was cancelled`));
+            cancel("the caller cancelled");
+          })
+        : undefined;
+      const pending: Pending = {
+        settle() {
+          session.pending.delete(callId);
+          deadline.cancel();
+          unwatch?.();
+        },
+        resolve(r) {
+          pending.settle();
           resolve(r);
         },
-        reject: (e) => {
-          settle();
+        reject(e) {
+          pending.settle();
           reject(e);
         },
-        timer,
-      });
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener("abort", onAbort, { once: true });
+      };
+      session.pending.set(callId, pending);
       const approval = evidence
         ? {
             approvalId: evidence.approvalId,
@@ -402,12 +406,8 @@ export function createHub(opts: HubOptions) {
           }
         : undefined;
       const sent = session.call.send({ frame: { case: "execute", value: { callId, key, params: params as never, timeoutMs, approval } } });
-      if (!sent) {
-        const p = session.pending.get(callId);
-        if (p) {
-          clearTimeout(p.timer);
-          p.reject(new OngridError("unavailable", `edge "${edgeId}" tunnel is closed`, "retry when the edge is back online"));
-        }
+      if (!sent && session.pending.has(callId)) {
+        pending.reject(new OngridError("unavailable", `edge "${edgeId}" tunnel is closed`, "retry when the edge is back online"));
       }
     });
   }

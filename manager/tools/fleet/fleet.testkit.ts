@@ -89,6 +89,7 @@ export function fakeDeps(edges: FakeEdge[], answer: (input: ExecuteInput) => Ans
     },
     // The per-user limit (skills.max_calls_per_user) is tested with the real dispatcher (test/user-call-limit.e2e.test.ts).
     acquireCallSlot: () => () => undefined,
+    shareWork: () => ({ checked: new Map() }),
   };
   const deps = { hub, edges: store, dispatcher } as unknown as Pick<BaseToolDeps, "hub" | "edges" | "dispatcher">;
   return { deps, calls };
