@@ -14,12 +14,22 @@ export const CREDENTIAL_PARAM_NOTE = "(the name of a stored credential; its valu
 export const MAX_CREDENTIAL_VALUE_BYTES = 64 * 1024;
 
 /** Names of the skill's params whose declared type is "credential" (none for raw-schema skills). */
-export function credentialParams(skill: Skill): string[] {
-  if (skill.meta.rawSchema !== undefined) return [];
-  return Object.entries(skill.meta.params ?? {})
-    .filter(([, spec]) => spec?.type === "credential")
-    .map(([name]) => name);
+export function credentialParams(skill: Skill): readonly string[] {
+  let names = credentialNames.get(skill);
+  if (!names) {
+    names =
+      skill.meta.rawSchema !== undefined
+        ? []
+        : Object.entries(skill.meta.params ?? {})
+            .filter(([, spec]) => spec?.type === "credential")
+            .map(([name]) => name);
+    credentialNames.set(skill, names);
+  }
+  return names;
 }
+
+/** credentialParams per skill object (asked on every call). */
+const credentialNames = new WeakMap<Skill, readonly string[]>();
 
 const views = new WeakMap<Skill, Skill>();
 

@@ -157,8 +157,9 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
   async function append(record: AuditRecord): Promise<AuditRow> {
     const stored = normalizeRecord(record);
     const argsText = record.args instanceof PreparedJson ? record.args.canonical() : undefined;
+    const resultText = record.result instanceof PreparedJson ? record.result.canonical() : undefined;
     return new Promise<AuditRow>((resolve, reject) => {
-      queue.push({ record: stored, argsText, resolve, reject });
+      queue.push({ record: stored, argsText, resultText, resolve, reject });
       kick();
     });
   }

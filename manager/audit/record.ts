@@ -138,9 +138,12 @@ export class PreparedJson {
   static ofRedacted(value: unknown): PreparedJson {
     if (value === undefined || value === null) return new PreparedJson(null);
     try {
-      const json = JSON.stringify(value);
-      if (json === undefined) return new PreparedJson(null);
-      return new PreparedJson(ESCAPED_BAD.test(json) ? cleanJson(JSON.parse(json)) : value);
+      // The canonical text escapes what PostgreSQL refuses as JSON.stringify does, and is kept for the hash and the insert.
+      const text = canonicalJson(value);
+      if (ESCAPED_BAD.test(text)) return new PreparedJson(cleanJson(JSON.parse(text)));
+      const prepared = new PreparedJson(text === "null" ? null : value);
+      prepared.#text = text;
+      return prepared;
     } catch (err) {
       return new PreparedJson({ unserializable: cleanString(err instanceof Error ? err.message : String(err)) });
     }

@@ -19,6 +19,7 @@ import type { ApprovalStore } from "../approvals/store.ts";
 import type { ApprovalRow } from "../db/schema/index.ts";
 import { checkSop, loadTrustedKeys, type TrustedKey } from "../sop/sop.ts";
 import { injectCredentials, scrubSecrets } from "../credentials/inject.ts";
+import { credentialParams } from "../../skill/credential.ts";
 import type { CredentialStore } from "../credentials/store.ts";
 import type { Evidence } from "../tunnel/hub.ts";
 
@@ -144,7 +145,7 @@ export interface CallObservation {
 }
 
 /** Where a call goes: in process, or down one edge's tunnel. */
-type Target = { skill: Skill; edgeId: string; labels: Record<string, string> };
+type Target = { skill: Skill; edgeId: string; labels: Readonly<Record<string, string>> };
 
 /** What is known of a call while it is being decided, for its audit row. */
 interface Trail {
@@ -233,7 +234,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   const unknownEdge = (edgeId: string) => new OngridError("not_found", `unknown edge "${edgeId}"`, "ListEdges shows the enrolled edges");
 
   /** Resolves where a call goes; an edge outside the caller's reach is answered exactly like an unknown one. */
-  async function resolveTarget(input: ExecuteInput): Promise<Target> {
+  /** Where a call goes: at once for a manager skill or an online edge, after a lookup of the edge's row otherwise (to say why). */
+  function resolveTarget(input: ExecuteInput): Target | Promise<Target> {
     if (!input.key) throw new OngridError("invalid_argument", "key: is required (rule: required)", "name a skill; ListSkills shows the keys");
     const local = registry.get(input.key);
     if (local) {
@@ -258,12 +260,14 @@ export function createDispatcher(deps: DispatcherDeps) {
         `online edges offering it: ${offeredBy.slice(0, 10).join(", ")}${offeredBy.length > 10 ? ", …" : ""}`,
       );
     }
-    const session = hub.session(input.edgeId);
+    const edgeId = input.edgeId;
+    const session = hub.session(edgeId);
     if (!session) {
-      const row = await edges.get(input.edgeId);
-      if (!row || row.revokedAt || !reaches(input.caller, row.labels)) throw unknownEdge(input.edgeId);
-      const seen = row.lastSeenAt ? `last seen ${row.lastSeenAt.toISOString()}` : "never connected";
-      throw new OngridError("unavailable", `edge "${input.edgeId}" is offline (${seen})`, "retry when the edge is back online, or pick another edge");
+      return edges.get(edgeId).then((row) => {
+        if (!row || row.revokedAt || !reaches(input.caller, row.labels)) throw unknownEdge(edgeId);
+        const seen = row.lastSeenAt ? `last seen ${row.lastSeenAt.toISOString()}` : "never connected";
+        throw new OngridError("unavailable", `edge "${edgeId}" is offline (${seen})`, "retry when the edge is back online, or pick another edge");
+      });
     }
     if (!reaches(input.caller, session.hello.labels)) throw unknownEdge(input.edgeId);
     const skill = session.skills.get(input.key);
@@ -275,7 +279,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         "GetEdge lists the skills an edge offers; ListSkills shows which edges offer a key",
       );
     }
-    return { skill, edgeId: input.edgeId, labels: { ...session.hello.labels } };
+    return { skill, edgeId: input.edgeId, labels: session.hello.labels };
   }
 
   const inflight = new Set<Promise<unknown>>();
@@ -340,7 +344,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   /** Runs an allowed call: credentials injected just before it runs, their values scrubbed from what comes back. */
   async function run(target: Target, params: Record<string, unknown>, timeoutMs: number, signal: AbortSignal | undefined, evidence: Evidence | undefined, invocation: Invocation): Promise<ResultEnvelope> {
     const { skill, edgeId } = target;
-    const injected = credentials ? await injectCredentials(skill, params, credentials) : { params, secrets: [] };
+    const injected = credentials && credentialParams(skill).length ? await injectCredentials(skill, params, credentials) : { params, secrets: [] };
     const callId = randomUUID();
     const result = edgeId
       ? await hub.call(edgeId, skill.meta.key, injected.params, timeoutMs, signal, evidence)
@@ -400,7 +404,8 @@ export function createDispatcher(deps: DispatcherDeps) {
         raw = parseParams(input);
         trail.args = raw;
       }
-      const target = await resolveTarget(input);
+      const found = resolveTarget(input);
+      const target = found instanceof Promise ? await found : found;
       fromEdge = Boolean(target.edgeId);
       let checked = shared?.checked.get(target.skill);
       const params = checked?.params ?? validateParams(target.skill, raw);
@@ -478,7 +483,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     const row = await approvals.create({
       skillKey: target.skill.meta.key,
       edgeId: target.edgeId,
-      edgeLabels: target.labels,
+      edgeLabels: { ...target.labels },
       params,
       effectiveClass: cls,
       requester: input.caller,
