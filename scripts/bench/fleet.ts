@@ -42,7 +42,7 @@ import type { AuditRecord } from "../../manager/audit/types.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { buildEdge, spawnToExitMs, startEdgeOnce } from "./lib/edge-binary.ts";
 import { attachGc, type GcReading } from "./lib/gc-rss.ts";
-import { alive, fdLimit, rssKb, sampleRss, settledRss, sleep, start, stop } from "./lib/proc.ts";
+import { alive, cpuMeter, fdLimit, pidsNamed, rssKb, sampleRss, settledRss, sleep, start, stop } from "./lib/proc.ts";
 import { boundRow, infoRow, machineInfo, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
 import { unary } from "./lib/round-trip.ts";
 import { median } from "./lib/stats.ts";
@@ -292,8 +292,13 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   await gc?.close();
 
   log(`fan-out: FanOutSkill selector "bench=1" to ${N} edges, 1 warm-up + ${o.fanOutRuns} runs`);
-  const fanRuns: Array<{ ms: number; managerMs: number; results: number; succeeded: number }> = [];
+  const fanRuns: Array<{ ms: number; managerMs: number; results: number; succeeded: number; cpuMs: Record<string, number> }> = [];
+  // Where the CPU goes during a fan-out (the two cores are shared): the manager, the simulated
+  // edges, PostgreSQL, and this process (the Connect client decoding one event per edge).
+  const fanCpu = () =>
+    cpuMeter({ manager: () => [mgr.proc.child.pid], "simulated edges": () => fleet.workers.map((w) => w.pid), postgresql: () => pidsNamed("postgres") });
   for (let i = 0; i <= o.fanOutRuns; i++) {
+    const cpu = fanCpu();
     const t0 = performance.now();
     let results = 0;
     let summary: { durationMs: number; succeeded: number; targeted: number } | undefined;
@@ -305,7 +310,9 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
     if (!summary) throw new Error("FanOutSkill ended without a summary");
     if (summary.targeted !== N || summary.succeeded !== N) log(`warning: fan-out run ${i} targeted ${summary.targeted}, succeeded ${summary.succeeded}`);
     log(`  run ${i}${i === 0 ? " (warm-up)" : ""}: ${ms.toFixed(0)} ms, ${summary.succeeded}/${summary.targeted} succeeded`);
-    if (i > 0) fanRuns.push({ ms, managerMs: summary.durationMs, results, succeeded: summary.succeeded });
+    const cpuMs = cpu();
+    log(`    CPU ms: ${Object.entries(cpuMs).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    if (i > 0) fanRuns.push({ ms, managerMs: summary.durationMs, results, succeeded: summary.succeeded, cpuMs });
   }
 
   log("restart: the manager is stopped (SIGTERM) and started again on the same port and database; time until every edge is back");
@@ -347,10 +354,13 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   await bareGc?.close();
   const session = http2.connect(bareUrl);
   const bareFan: number[] = [];
+  const bareCpu: Array<Record<string, number>> = [];
   for (let i = 0; i <= o.fanOutRuns; i++) {
+    const cpu = cpuMeter({ "bare server": () => [bare.pid], "bare clients": () => [clients.pid] });
     const t0 = performance.now();
     const res = await unary(session, "/broadcast", Buffer.alloc(0));
     const ms = performance.now() - t0;
+    if (i > 0) bareCpu.push(cpu());
     const body = JSON.parse(res.body.toString()) as { targets: number; replied: number };
     if (res.status !== 200 || body.replied !== N) throw new Error(`bare broadcast answered ${res.status}: ${res.body}`);
     if (i > 0) bareFan.push(ms);
@@ -363,6 +373,9 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   const perEdge = (a?: GcReading, b?: GcReading) => (a && b ? ((b.medianKb - a.medianKb) / N) * KIB_TO_KB : Number.NaN);
   const fanP50 = median(fanRuns.map((r) => r.ms));
   const bareP50 = median(bareFan);
+  const medianCpu = (runs: Array<Record<string, number>>) =>
+    Object.keys(runs[0] ?? {}).map((k) => `${k} ${median(runs.map((r) => r[k]!)).toFixed(0)}`).join(", ");
+  log(`CPU ms per fan-out (median): ongrid: ${medianCpu(fanRuns.map((r) => r.cpuMs))}; bare: ${medianCpu(bareCpu)}`);
   const peakRate = Math.max(0, ...perSecond);
   const meanRate = back > 0 ? N / (back / 1000) : Number.NaN;
   rows.push(
@@ -377,7 +390,7 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
     enrol_ms: enrolMs,
     connect_ms: fleet.connected.ms,
     rss_kib: { settle_only: { before, after }, forced_gc: { before: beforeGc, after: afterGc, bare_before: bareBefore, bare_after: bareAfter } },
-    fan_out: { ongrid_runs: fanRuns, baseline_runs_ms: bareFan },
+    fan_out: { ongrid_runs: fanRuns, baseline_runs_ms: bareFan, baseline_cpu_ms: bareCpu },
     restart: { back_ms: back, manager_listening_after_ms: upMs, peak_rss_kib: peakKb, settled_rss_kib: settledAfter, welcomes_per_second: perSecond, sim_stats: stats },
   };
   return proc;

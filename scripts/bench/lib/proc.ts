@@ -1,6 +1,6 @@
 /** Child processes for the benchmark: open-file limits, spawning, RSS from /proc, and cleanup of everything started. */
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** The open-file limit of this process (children inherit it). */
 export interface FdLimit {
@@ -14,6 +14,58 @@ export function fdLimit(): FdLimit {
   const parts = line?.trim().split(/\s+/) ?? [];
   const num = (s: string | undefined) => (s === "unlimited" ? Infinity : Number(s));
   return { soft: num(parts[3]), hard: num(parts[4]) };
+}
+
+/** CPU time (user + system) a process has used so far, in ms (/proc/PID/stat, clock ticks of 10 ms), or NaN when it is gone. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** The pids of every running process whose command name is `name` (e.g. the PostgreSQL server and its backends). */
+export function pidsNamed(name: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === name) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU used by groups of processes between `start()` and the returned function's call, in ms per
+ * group ("this process" is measured with process.cpuUsage). Processes that started or ended in
+ * between are not counted.
+ */
+export function cpuMeter(groups: Record<string, () => number[]>): () => Record<string, number> {
+  const read = () => Object.fromEntries(Object.entries(groups).map(([k, pids]) => [k, new Map(pids().map((p) => [p, cpuMs(p)]))])) as Record<string, Map<number, number>>;
+  const before = read();
+  const self = process.cpuUsage();
+  return () => {
+    const after = read();
+    const used: Record<string, number> = {};
+    for (const [k, m] of Object.entries(after)) {
+      let sum = 0;
+      for (const [pid, ms] of m) {
+        const b = before[k]!.get(pid);
+        if (b !== undefined && Number.isFinite(ms) && Number.isFinite(b)) sum += ms - b;
+      }
+      used[k] = sum;
+    }
+    const d = process.cpuUsage(self);
+    used["bench process"] = Math.round((d.user + d.system) / 1000);
+    return used;
+  };
 }
 
 /** Resident set size of a process in KiB (VmRSS), or NaN when it is gone. */
