@@ -171,6 +171,47 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
     }
   });
 
+  it("a fan-out checks params against each edge's own definition of a key: edges whose echo_text takes another type get their own refusal", async () => {
+    const { connectGrpcEdge, ECHO_TEXT_METADATA } = await import("./support/grpc-edge.ts");
+    // Same key, same metadata on s1 and s2 (one Skill object on the manager), an integer `text` on i1.
+    const intText = { ...ECHO_TEXT_METADATA, params: { fields: [{ name: "text", type: 2, description: "a number this time", required: true }] } };
+    const fleet: Array<{ id: string; meta: object }> = [
+      { id: "shared-s1", meta: ECHO_TEXT_METADATA },
+      { id: "shared-i1", meta: intText },
+      { id: "shared-s2", meta: ECHO_TEXT_METADATA },
+    ];
+    const edges = [];
+    try {
+      for (const { id, meta } of fleet) {
+        const { token } = await m.edges.enroll(id);
+        const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, e) => {
+          if (f.frame.case !== "execute") return;
+          const x = f.frame.value;
+          e.send({ frame: { case: "result", value: { callId: x.callId, result: { success: true, output: { kind: { case: "stringValue", value: `${id}:${String(x.params?.text)}` } }, durationMs: 1 } } } });
+        });
+        edges.push(edge);
+        edge.send({ frame: { case: "hello", value: { edgeId: id, version: "t", hostname: id, os: "linux/x64", labels: { shared: "yes" }, skills: [meta as never] } } });
+      }
+      expect(await waitFor(() => fleet.every(({ id }) => Boolean(m.hub.session(id))), 10_000)).toBe(true);
+      const byEdge = new Map<string, { ok: boolean; text: string; seq: bigint }>();
+      for await (const ev of skills.fanOutSkill({ key: "echo_text", selector: "shared=yes", input: { case: "params", value: { text: "hi" } } })) {
+        if (ev.event.case !== "edgeResult") continue;
+        const r = ev.event.value;
+        byEdge.set(r.edgeId, { ok: Boolean(r.result?.success), text: r.result?.output ? String(toJson(ValueSchema, r.result.output)) : `${r.error?.code}: ${r.error?.message}`, seq: r.auditSeq });
+      }
+      expect(byEdge.get("shared-s1")).toMatchObject({ ok: true, text: "shared-s1:hi" });
+      expect(byEdge.get("shared-s2")).toMatchObject({ ok: true, text: "shared-s2:hi" });
+      expect(byEdge.get("shared-i1")).toMatchObject({ ok: false, text: expect.stringMatching(/invalid_argument: invalid params for skill "echo_text": param "text": must be integer/) });
+      // One row per edge, each with the params as sent.
+      for (const [id, r] of byEdge) {
+        const [row] = await m.audit.list({ afterSeq: Number(r.seq) - 1, limit: 1 });
+        expect(row).toMatchObject({ deviceId: id, args: { text: "hi" } });
+      }
+    } finally {
+      for (const e of edges) e.close();
+    }
+  });
+
   it("refuses a wrong token, a revoked token, and a token used for another edge's id", async () => {
     const { connectGrpcEdge } = await import("./support/grpc-edge.ts");
     const hello = (id: string) => ({ frame: { case: "hello" as const, value: { edgeId: id, version: "t", skills: [] } } });
