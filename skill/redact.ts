@@ -122,9 +122,23 @@ const TOKEN_SHAPES: readonly RegExp[] = [
   /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, // JWT
 ];
 
+/**
+ * What every pattern below needs somewhere in its match: "-" (PEM armour, flags, xox-/sk- tokens),
+ * ":" (headers, key: value, URLs), "=" (key=value, SAS), "@" (URL user info), or a token prefix
+ * without one of those (bearer, AKIA/ASIA, AIza, gh?_/github_pat_, eyJ). Text with none of them
+ * (identifiers, numbers, plain words) has nothing to redact and skips the dozen passes; a pattern
+ * added below must keep this true.
+ */
+const MAY_HOLD_SECRET = /[-:=@]|bearer|AKIA|ASIA|AIza|gh[pousr]_|github_pat_|eyJ/i;
+
 /** Scrubs secrets out of free text (command output, logs, error messages) in linear time. */
 export function redactString(s: string): string {
-  if (s.length === 0) return s;
+  if (s.length === 0 || !MAY_HOLD_SECRET.test(s)) return s;
+  return redactStringUnfiltered(s);
+}
+
+/** Every pass of redactString, without its pre-check (exported for the test that holds the pre-check to the passes). */
+export function redactStringUnfiltered(s: string): string {
   let out = redactPem(s);
   out = out.replace(HEADER_LINE, (_m, quote: string, name: string, colon: string, rest: string) => {
     // A quoted header (curl -H 'Authorization: ...') ends at its closing quote, else at the line end.
