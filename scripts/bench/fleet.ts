@@ -7,6 +7,7 @@
  *                         [--throughput-seconds 10] [--concurrency 256] [--audit-rows 200000]
  *                         [--database-url postgres://postgres@127.0.0.1:5432/postgres]
  *                         [--only edge,audit,throughput,fleet] [--out FILE] [--manager-cpu-prof DIR]
+ *                         [--inventory builtins|echo]
  *
  * Sections (--only picks some):
  * - edge: the compiled edge binary's idle RSS and start to connected, against a compiled empty Bun
@@ -78,6 +79,7 @@ function flags() {
       only: { type: "string", default: SECTIONS.join(",") },
       out: { type: "string" },
       "manager-cpu-prof": { type: "string" },
+      inventory: { type: "string", default: "builtins" },
     },
   });
   const only = values.only!.split(",").map((s) => s.trim()).filter(Boolean);
@@ -93,7 +95,14 @@ function flags() {
     only: new Set(only),
     out: resolve(values.out ?? join(HERE, "results", "fleet.json")),
     managerCpuProf: values["manager-cpu-prof"] ? resolve(values["manager-cpu-prof"]) : undefined,
+    inventory: inventoryFlag(values.inventory!),
   };
+}
+
+/** What the fleet section's simulated edges offer in their hello: the edge binary's builtins (≈ 15 KB of metadata) or one echo skill. */
+function inventoryFlag(v: string): "builtins" | "echo" {
+  if (v !== "builtins" && v !== "echo") throw new Error(`--inventory: "${v}" is not builtins or echo`);
+  return v;
 }
 
 const { secs, log, cleanups, cleanup } = runContext("bench");
@@ -282,8 +291,8 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   log("manager RSS before the fleet (settled, then after a forced full GC)");
   const before = await settledRss(mgr.proc.child.pid);
   const beforeGc = await gc?.read();
-  log(`connecting ${N} simulated edges (real edge inventory, one HTTP/2 connection each) from ${o.simProcesses} processes`);
-  const fleet: Fleet = await startFleet({ url: mgr.proc.url, edges, processes: o.simProcesses, labels: { bench: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: true, maxBackoffMs: 30_000, inventory: "builtins", needFds: Math.ceil(N / o.simProcesses) + 512 });
+  log(`connecting ${N} simulated edges (${o.inventory === "builtins" ? "real edge inventory" : "one echo skill"}, one HTTP/2 connection each) from ${o.simProcesses} processes`);
+  const fleet: Fleet = await startFleet({ url: mgr.proc.url, edges, processes: o.simProcesses, labels: { bench: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: true, maxBackoffMs: 30_000, inventory: o.inventory, needFds: Math.ceil(N / o.simProcesses) + 512 });
   cleanups.push(() => fleet.close());
   if (fleet.connected.connected !== N) throw new Error(`${fleet.connected.failed} of ${N} simulated edges did not connect: ${fleet.connected.errors.join("; ")}`);
   log(`all ${N} connected in ${(fleet.connected.ms / 1000).toFixed(1)} s`);
@@ -435,7 +444,7 @@ async function main(): Promise<number> {
     date: new Date().toISOString(),
     duration_s: totalS,
     machine: machineInfo(loadBefore, loadavg(), { open_files: lim }),
-    params: { edges: o.edges, sim_processes: o.simProcesses, fan_out_runs: o.fanOutRuns, throughput_ms: o.throughputMs, concurrency: o.concurrency, audit_rows: o.auditRows, sections: [...o.only] },
+    params: { edges: o.edges, inventory: o.inventory, sim_processes: o.simProcesses, fan_out_runs: o.fanOutRuns, throughput_ms: o.throughputMs, concurrency: o.concurrency, audit_rows: o.auditRows, sections: [...o.only] },
     units: { KB: "1000 bytes (VmRSS KiB × 1.024)", MB: "10^6 bytes", MiB: "2^20 bytes" },
     metrics: rows,
     details,
