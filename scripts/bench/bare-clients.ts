@@ -9,7 +9,8 @@ import { pool, serveWorker, type WorkerMessage } from "./lib/worker.ts";
 const sessions = new Set<http2.ClientHttp2Session>();
 const reply = Buffer.alloc(BARE_MESSAGE_BYTES, 0x72);
 
-function open(url: string, timeoutMs: number): Promise<void> {
+/** Opens one client; `helloBytes` > 0 sends that many bytes first, as an edge's hello would (the server counts them as replies owed to no broadcast, so only for memory probes). */
+function open(url: string, timeoutMs: number, helloBytes = 0): Promise<void> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(url);
     session.on("error", () => {});
@@ -19,6 +20,7 @@ function open(url: string, timeoutMs: number): Promise<void> {
     }, timeoutMs);
     const stream = session.request({ ":method": "POST", ":path": "/hold", "content-type": "application/octet-stream" });
     stream.on("error", () => {});
+    if (helloBytes > 0) stream.write(Buffer.alloc(helloBytes, 0x68));
     let received = 0;
     stream.on("data", (c: Buffer) => {
       const before = Math.floor(received / BARE_MESSAGE_BYTES);
@@ -46,7 +48,7 @@ serveWorker(async (msg: WorkerMessage) => {
       const errors: string[] = [];
       let failed = 0;
       await pool(Array.from({ length: Number(msg.n) }), Number(msg.parallel ?? 64), () =>
-        open(String(msg.url), 60_000).catch((err: Error) => {
+        open(String(msg.url), 60_000, Number(msg.helloBytes ?? 0)).catch((err: Error) => {
           failed++;
           if (errors.length < 5) errors.push(err.message);
         }),
