@@ -10,8 +10,7 @@
  * DB a PostgreSQL URL (default: PGlite in a temporary directory), PROF where to write the
  * .cpuprofile (default: no profile). Prints calls per second.
  */
-import { Session } from "node:inspector/promises";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../manager/config/load.ts";
@@ -19,6 +18,7 @@ import { startManager } from "../../manager/main.ts";
 import { startFleet } from "../sim/fleet.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { closedLoop } from "./lib/closed-loop.ts";
+import { profiled } from "./lib/profile.ts";
 import { cpuMeter, pidsNamed } from "./lib/proc.ts";
 
 const EDGES = 10;
@@ -37,20 +37,9 @@ const call = async (i: number) => {
   if (!out.result?.success) throw new Error(JSON.stringify(out.result?.error));
 };
 await closedLoop(CONCURRENCY, 2000, 0, call); // warm-up
-const s = new Session();
-s.connect();
-if (process.env.PROF) {
-  await s.post("Profiler.enable");
-  await s.post("Profiler.setSamplingInterval", { interval: 200 });
-  await s.post("Profiler.start");
-}
 const cpu = cpuMeter({ "simulated edges": () => fleet.workers.map((w) => w.pid), postgresql: () => pidsNamed("postgres") });
-const out = await closedLoop(CONCURRENCY, MS, 0, call);
+const out = await profiled(process.env.PROF, () => closedLoop(CONCURRENCY, MS, 0, call));
 const used = cpu();
-if (process.env.PROF) {
-  const { profile } = await s.post("Profiler.stop");
-  writeFileSync(process.env.PROF, JSON.stringify(profile));
-}
 console.log(`${out.ok} calls (${out.failed} failed) in ${(out.ms / 1000).toFixed(1)} s: ${((out.ok / out.ms) * 1000).toFixed(0)} calls/s`);
 console.log(`CPU µs per call: ${Object.entries(used).map(([k, v]) => `${k === "bench process" ? "manager (this process)" : k} ${((v * 1000) / out.ok).toFixed(1)}`).join(", ")}`);
 await fleet.close();

@@ -9,8 +9,7 @@
  * (default: PGlite in a temporary directory), PROF where to write the .cpuprofile (default: no
  * profile). Prints the fan-out times and their median.
  */
-import { Session } from "node:inspector/promises";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../manager/config/load.ts";
@@ -18,6 +17,7 @@ import { startManager } from "../../manager/main.ts";
 import { startFleet } from "../sim/fleet.ts";
 import { fanOut } from "../../manager/dispatch/fan-out.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
+import { profiled } from "./lib/profile.ts";
 
 const N = Number(process.env.N ?? 3000);
 const RUNS = Number(process.env.RUNS ?? 8);
@@ -38,19 +38,10 @@ async function once(): Promise<number> {
   return performance.now() - t0;
 }
 await once();
-const s = new Session();
-s.connect();
-if (process.env.PROF) {
-  await s.post("Profiler.enable");
-  await s.post("Profiler.setSamplingInterval", { interval: 200 });
-  await s.post("Profiler.start");
-}
 const times: number[] = [];
-for (let i = 0; i < RUNS; i++) times.push(await once());
-if (process.env.PROF) {
-  const { profile } = await s.post("Profiler.stop");
-  writeFileSync(process.env.PROF, JSON.stringify(profile));
-}
+await profiled(process.env.PROF, async () => {
+  for (let i = 0; i < RUNS; i++) times.push(await once());
+});
 times.sort((a, b) => a - b);
 console.log("fan-out ms", times.map((t) => t.toFixed(0)).join(" "), "p50", times[Math.floor(times.length / 2)]!.toFixed(0));
 await fleet.close();
