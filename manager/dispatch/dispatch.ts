@@ -233,8 +233,11 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   const unknownEdge = (edgeId: string) => new OngridError("not_found", `unknown edge "${edgeId}"`, "ListEdges shows the enrolled edges");
 
-  /** Resolves where a call goes; an edge outside the caller's reach is answered exactly like an unknown one. */
-  /** Where a call goes: at once for a manager skill or an online edge, after a lookup of the edge's row otherwise (to say why). */
+  /**
+   * Resolves where a call goes — at once for a manager skill or an online edge, after a lookup of
+   * the edge's row otherwise (to say why it cannot run). An edge outside the caller's reach is
+   * answered exactly like an unknown one.
+   */
   function resolveTarget(input: ExecuteInput): Target | Promise<Target> {
     if (!input.key) throw new OngridError("invalid_argument", "key: is required (rule: required)", "name a skill; ListSkills shows the keys");
     const local = registry.get(input.key);
