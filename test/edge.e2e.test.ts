@@ -16,6 +16,7 @@ import { ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, stopChild, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
+import { freeStablePort } from "./support/free-port.ts";
 
 const HEARTBEAT_MS = 400;
 let m: TestManager;
@@ -330,8 +331,9 @@ describe("liveness", () => {
   it("reconnects after a manager restart within the backoff bound", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ongrid-restart-"));
     const MAX_BACKOFF_MS = 1000;
-    let m1: TestManager | undefined = await bootManager({ "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms` }, {}, dir);
-    const port = m1.port;
+    // Started again on the same port: one below the ephemeral range (see freeStablePort).
+    const port = await freeStablePort();
+    let m1: TestManager | undefined = await bootManager({ "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms`, "server.port": port }, {}, dir);
     const edge = await startEdge(m1, "edge-restart", { args: ["--max-backoff", `${MAX_BACKOFF_MS}ms`] });
     let m2: TestManager | undefined;
     try {

@@ -23,7 +23,7 @@ import { AuditService, type ToolCall } from "../proto/gen/ongrid/v1/audit_servic
 import { spawnEdge, stopChild, waitFor } from "./support/edge.ts";
 import { bearer } from "./support/auth.ts";
 import { ROOT, runOngrid } from "./support/cli.ts";
-import { freePort } from "./support/free-port.ts";
+import { freeStablePort } from "./support/free-port.ts";
 
 const BIN = resolve(ROOT, "bin/ongrid.mjs");
 const MAX_BACKOFF_MS = 2000;
@@ -162,7 +162,8 @@ function exec(who: string, edgeId: string, command: string) {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "ongrid-faults-manager-"));
   dataDir = join(dir, "data");
-  port = await freePort();
+  // The manager is killed and started again on this port: one below the ephemeral range (see freeStablePort).
+  port = await freeStablePort();
   url = `http://127.0.0.1:${port}`;
   const first = await startManagerProcess();
   manager = first;

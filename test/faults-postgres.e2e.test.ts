@@ -30,7 +30,7 @@ import { AuditedError, type Caller } from "../manager/dispatch/dispatch.ts";
 import { RECONNECT_MAX_DELAY_S } from "../manager/db/client.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
-import { freePort } from "./support/free-port.ts";
+import { freeStablePort } from "./support/free-port.ts";
 import { bearer } from "./support/auth.ts";
 
 const run = promisify(execFile);
@@ -90,7 +90,8 @@ class PrivateServer {
       chownSync(this.dir, Number(stdout.trim()), Number(gid.trim()));
     }
     await this.asPostgres("initdb", ["-D", this.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
-    this.port = await freePort();
+    // Stopped and started again on this port: one below the ephemeral range (see freeStablePort).
+    this.port = await freeStablePort();
     await this.startAgain();
   }
   /** Starts the stopped server on the same port (pg_ctl start forgets the options; restart keeps them). */
