@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { toJson } from "@bufbuild/protobuf";
@@ -209,6 +209,39 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
         expect(row).toMatchObject({ deviceId: id, args: { text: "hi" } });
       }
     } finally {
+      for (const e of edges) e.close();
+    }
+  });
+
+  it("keeps the heartbeats of many edges on one timer, and each edge still gets one every interval", async () => {
+    const { connectGrpcEdge } = await import("./support/grpc-edge.ts");
+    // Interval timers the hub sets (the grpc-js clients in this process set their own).
+    const real = globalThis.setInterval;
+    const fromHub: string[] = [];
+    const intervals = vi.spyOn(globalThis, "setInterval").mockImplementation(((fn: () => void, ms?: number) => {
+      const stack = new Error().stack ?? "";
+      if (stack.includes("manager/tunnel/")) fromHub.push(stack);
+      return real(fn, ms);
+    }) as typeof setInterval);
+    const edges: Array<ReturnType<typeof connectGrpcEdge>> = [];
+    try {
+      for (let i = 0; i < 30; i++) {
+        const id = `beat-${i}`;
+        const { token } = await m.edges.enroll(id);
+        const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token);
+        edge.send({ frame: { case: "hello", value: { edgeId: id, version: "t", skills: [] } } });
+        edges.push(edge);
+      }
+      expect(await waitFor(() => edges.every((_, i) => Boolean(m.hub.session(`beat-${i}`))), 10_000)).toBe(true);
+      // A timer per edge would be 30 calls; the hub's one wheel is started at most once.
+      expect(fromHub.length, fromHub.join("\n\n")).toBeLessThanOrEqual(1);
+      const since = edges.map((e) => e.received.length);
+      await new Promise((r) => setTimeout(r, 2 * HEARTBEAT_MS + 100));
+      for (const [i, e] of edges.entries()) {
+        expect(e.received.slice(since[i]).some((f) => f.frame.case === "heartbeat"), `edge beat-${i} got a heartbeat`).toBe(true);
+      }
+    } finally {
+      intervals.mockRestore();
       for (const e of edges) e.close();
     }
   });

@@ -30,6 +30,8 @@ const RECHECK_EVERY_TICKS = 12;
 const RECHECK_BATCH_MS = 1000;
 /** Skills one edge may offer. */
 const MAX_SKILLS_PER_EDGE = 1000;
+/** Slices of the heartbeat wheel: the hub's one heartbeat timer ticks this many times an interval. */
+const HEARTBEAT_SLICES = 10;
 /** Call deadlines are gathered into slots this wide (a silent edge's call fails at most this late). */
 const DEADLINE_GRANULARITY_MS = 100;
 
@@ -100,7 +102,9 @@ interface LiveSession extends EdgeSession {
   tokenHash: string;
   call: GrpcBidiCall<typeof ConnectResponseSchema>;
   pending: Map<string, Pending>;
-  heartbeat: NodeJS.Timeout;
+  /** Its slice of the heartbeat wheel, and the heartbeats sent so far. */
+  slice: number;
+  ticks: number;
   close(status: { code: Code; message: string }): void;
 }
 
@@ -223,6 +227,41 @@ export function createHub(opts: HubOptions) {
     set.add(call);
   }
 
+  /**
+   * Heartbeats without a timer per edge: one timer ticks HEARTBEAT_SLICES times an interval and
+   * each tick serves one slice of the sessions (given round-robin at welcome), so every session is
+   * served once an interval and the fleet's heartbeats are spread over it.
+   */
+  const wheel: Array<Set<LiveSession>> = Array.from({ length: HEARTBEAT_SLICES }, () => new Set());
+  let nextSlice = 0;
+  let wheelTick = 0;
+  let wheelTimer: NodeJS.Timeout | undefined;
+  function startWheel(): void {
+    if (wheelTimer) return;
+    wheelTimer = setInterval(() => {
+      const slice = wheel[wheelTick++ % HEARTBEAT_SLICES]!;
+      // A copy, since a beat may close sessions; one closed meanwhile has left the slice.
+      for (const session of [...slice]) if (slice.has(session)) beat(session);
+    }, opts.heartbeatMs / HEARTBEAT_SLICES);
+    wheelTimer.unref();
+  }
+
+  /** One session's heartbeat: close it if the edge has been silent for 3 intervals, else send one; now and then re-check its token. */
+  function beat(session: LiveSession): void {
+    if (Date.now() - session.lastHeard > 3 * opts.heartbeatMs) {
+      session.close({ code: Code.Unavailable, message: `no heartbeat from the edge for ${3 * opts.heartbeatMs} ms` });
+      return;
+    }
+    session.call.send({ frame: { case: "heartbeat", value: { sentAtUnixMs: BigInt(Date.now()) } } });
+    // Revocation or rotation done elsewhere (the CLI on a shared database, another manager) is noticed here.
+    if (++session.ticks % RECHECK_EVERY_TICKS === 0) {
+      stillValid(session.edgeId, session.tokenHash, false).then(
+        (ok) => ok || session.close({ code: Code.Unauthenticated, message: "the edge's token was revoked or rotated" }),
+        (err) => log.warn({ err: String(err), edge: session.edgeId }, "could not re-check the edge's token"),
+      );
+    }
+  }
+
   async function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello): Promise<LiveSession | undefined> {
     if (hello.edgeId !== enrolledId) {
       call.end({ code: Code.PermissionDenied, message: `this token is enrolled for edge "${enrolledId}", not "${hello.edgeId}"` });
@@ -249,7 +288,6 @@ export function createHub(opts: HubOptions) {
     }
     const previous = sessions.get(enrolledId);
     if (previous) previous.close({ code: Code.Aborted, message: "superseded by a newer connection of the same edge" });
-    let ticks = 0;
     const session: LiveSession = {
       edgeId: enrolledId,
       tokenHash,
@@ -260,26 +298,15 @@ export function createHub(opts: HubOptions) {
       lastHeard: Date.now(),
       call,
       pending: new Map(),
-      heartbeat: setInterval(() => {
-        if (Date.now() - session.lastHeard > 3 * opts.heartbeatMs) {
-          session.close({ code: Code.Unavailable, message: `no heartbeat from the edge for ${3 * opts.heartbeatMs} ms` });
-          return;
-        }
-        call.send({ frame: { case: "heartbeat", value: { sentAtUnixMs: BigInt(Date.now()) } } });
-        // Revocation or rotation done elsewhere (the CLI on a shared database, another manager) is noticed here.
-        if (++ticks % RECHECK_EVERY_TICKS === 0) {
-          stillValid(enrolledId, tokenHash, false).then(
-            (ok) => ok || session.close({ code: Code.Unauthenticated, message: "the edge's token was revoked or rotated" }),
-            (err) => log.warn({ err: String(err), edge: enrolledId }, "could not re-check the edge's token"),
-          );
-        }
-      }, opts.heartbeatMs),
+      slice: nextSlice++ % HEARTBEAT_SLICES,
+      ticks: 0,
       close(status) {
         drop(session, status.message); // first, so pending calls learn the real reason
         call.end(status);
       },
     };
-    session.heartbeat.unref();
+    wheel[session.slice]!.add(session);
+    startWheel();
     sessions.set(enrolledId, session);
     countOffers(skills, 1);
     call.send({
@@ -330,7 +357,7 @@ export function createHub(opts: HubOptions) {
   }
 
   function drop(session: LiveSession, reason: string): void {
-    clearInterval(session.heartbeat);
+    wheel[session.slice]!.delete(session);
     for (const p of [...session.pending.values()]) {
       p.reject(new OngridError("unavailable", `edge "${session.edgeId}" went away during the call: ${reason}`, "retry when the edge is back online"));
     }
@@ -435,9 +462,11 @@ export function createHub(opts: HubOptions) {
       opening.delete(edgeId);
       return Boolean(s);
     },
-    /** Closes every tunnel (manager shutdown). */
+    /** Closes every tunnel and stops the heartbeat timer (manager shutdown). */
     closeAll(): void {
       for (const s of [...sessions.values()]) s.close({ code: Code.Unavailable, message: "manager shutting down" });
+      clearInterval(wheelTimer);
+      wheelTimer = undefined;
     },
   };
 }
