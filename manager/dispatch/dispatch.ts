@@ -397,10 +397,10 @@ export function createDispatcher(deps: DispatcherDeps) {
       const { shared } = input;
       let raw: unknown;
       if (shared) {
-        shared.parsed ??= (() => {
+        if (!shared.parsed) {
           const value = parseParams(input);
-          return { raw: value, audit: PreparedJson.of(value) };
-        })();
+          shared.parsed = { raw: value, audit: PreparedJson.of(value) };
+        }
         raw = shared.parsed.raw;
         trail.args = shared.parsed.audit;
       } else {

@@ -73,8 +73,6 @@ export interface HubOptions {
 interface Pending {
   resolve(r: ResultEnvelope): void;
   reject(e: Error): void;
-  /** Settles the call's bookkeeping: its deadline and its abort watch. */
-  settle(): void;
 }
 
 /** One connected edge. */
@@ -406,18 +404,19 @@ export function createHub(opts: HubOptions) {
             cancel("the caller cancelled");
           })
         : undefined;
+      /** Drops the call's bookkeeping: its entry, its deadline and its abort watch. */
+      const settle = () => {
+        session.pending.delete(callId);
+        deadline.cancel();
+        unwatch?.();
+      };
       const pending: Pending = {
-        settle() {
-          session.pending.delete(callId);
-          deadline.cancel();
-          unwatch?.();
-        },
         resolve(r) {
-          pending.settle();
+          settle();
           resolve(r);
         },
         reject(e) {
-          pending.settle();
+          settle();
           reject(e);
         },
       };

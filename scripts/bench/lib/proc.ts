@@ -43,9 +43,9 @@ export function pidsNamed(name: string): number[] {
 }
 
 /**
- * CPU used by groups of processes between `start()` and the returned function's call, in ms per
- * group ("this process" is measured with process.cpuUsage). Processes that started or ended in
- * between are not counted.
+ * CPU used by groups of processes from this call to the returned function's call, in ms per
+ * group, plus "bench process" (this process, from process.cpuUsage). Processes that started or
+ * ended in between are not counted.
  */
 export function cpuMeter(groups: Record<string, () => number[]>): () => Record<string, number> {
   const read = () => Object.fromEntries(Object.entries(groups).map(([k, pids]) => [k, new Map(pids().map((p) => [p, cpuMs(p)]))])) as Record<string, Map<number, number>>;
