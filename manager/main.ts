@@ -26,7 +26,8 @@ import { createHookRoutes } from "./server/hooks.ts";
 import type { HttpRoute } from "./server/http-route.ts";
 import { createBaseTools } from "./tools/index.ts";
 import { toConnectError } from "./server/errors.ts";
-import { auditUndecoded, markDecoded, requestContextValues } from "./server/undecoded-audit.ts";
+import { auditUndecodable, auditUndecoded, EXECUTE_PATH_AUDITED, markDecoded, requestContextValues, streamContextValues } from "./server/undecoded-audit.ts";
+import { grpcUnaryHandlers } from "./server/grpc-unary.ts";
 import { createIdentityStore, type IdentityStore } from "./identity/store.ts";
 import { createApprovalStore, type ApprovalStore } from "./approvals/store.ts";
 import { createApprovalWorkflow, type ApprovalWorkflow } from "./approvals/workflow.ts";
@@ -206,10 +207,11 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   };
   const serveConsole = createConsole(config.server.console_dir || undefined);
   const httpRoutes: HttpRoute[] = [createMetricsRoute({ ...core, config, log }), createHookRoutes({ ...core, config, log })];
+  const interceptors = [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log, authFailures: { limit: config.server.auth_failures_per_minute, windowMs: parseDuration(config.server.auth_failure_window) } })];
   const rpc = rpcAdapter({
     routes: routes(core),
     readMaxBytes: config.server.max_request_bytes,
-    interceptors: [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log, authFailures: { limit: config.server.auth_failures_per_minute, windowMs: parseDuration(config.server.auth_failure_window) } })],
+    interceptors,
     contextValues: requestContextValues,
     fallback: (req, res) => {
       try {
@@ -231,6 +233,17 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     },
   });
   const handler = auditUndecoded(rpc, core.audit, log);
+  // Unary gRPC calls in their common form skip connect's generic pipeline (same interceptors,
+  // same services; see server/grpc-unary.ts); the rest goes through `handler`.
+  const unary = grpcUnaryHandlers(rpc.specs, {
+    interceptors,
+    readMaxBytes: config.server.max_request_bytes,
+    contextValues: streamContextValues,
+    onUndecodable: (path, err, startedAt) => {
+      if (path === EXECUTE_PATH_AUDITED) auditUndecodable(core.audit, log, startedAt, err.code);
+    },
+    mapError: (err) => toConnectError(err, log),
+  });
   let listener;
   try {
     listener = await listen(handler, {
@@ -238,7 +251,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       port: config.server.port,
       tlsCert: config.server.tls_cert || undefined,
       tlsKey: config.server.tls_key || undefined,
-      streams: { [TUNNEL_PATH]: core.hub.handleStream },
+      streams: { ...unary, [TUNNEL_PATH]: core.hub.handleStream },
     });
   } catch (err) {
     await core.database.close();

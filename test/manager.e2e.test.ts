@@ -1,4 +1,5 @@
 /** The manager end to end: one port, three kinds of client, one audit row per outcome. */
+import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -229,6 +230,57 @@ describe("bad input gets a clear error, is audited, and the server keeps serving
     const rows = await waitForRows(before + 1);
     expect(rows.length).toBe(before + 1);
     expect(rows.at(-1)!.error).toBe("undecodable request: resource_exhausted: the request body exceeds server.max_request_bytes");
+  });
+});
+
+describe("gRPC unary calls served off the stream (manager/server/grpc-unary.ts)", () => {
+  /** A hand-made gRPC call (the body as given); resolves with grpc-status and grpc-message. */
+  function rawGrpc(body: Buffer, token: string): Promise<{ grpcStatus?: string; grpcMessage?: string }> {
+    return new Promise((resolve, reject) => {
+      const session = http2.connect(m.url);
+      session.on("error", reject);
+      const req = session.request({ ":method": "POST", ":path": "/ongrid.v1.SkillService/ExecuteSkill", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${token}` });
+      const out: { grpcStatus?: string; grpcMessage?: string } = {};
+      const read = (h: http2.IncomingHttpHeaders) => {
+        if (h["grpc-status"] !== undefined) out.grpcStatus = String(h["grpc-status"]);
+        if (h["grpc-message"] !== undefined) out.grpcMessage = decodeURIComponent(String(h["grpc-message"]));
+      };
+      req.on("response", read);
+      req.on("trailers", read);
+      req.resume();
+      req.on("end", () => {
+        session.close();
+        resolve(out);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  it("refuses a body that is not an ExecuteSkillRequest with invalid_argument, audits it, and keeps serving", async () => {
+    await m.audit.flush();
+    const before = (await m.audit.list({ limit: 1000 })).length;
+    const junk = Buffer.from([0, 0, 0, 0, 4, 0x0a, 0xff, 0xff, 0xff]); // one frame: field 1, a length that runs past the end
+    const res = await rawGrpc(junk, op);
+    expect(res.grpcStatus).toBe(String(GrpcStatus.INVALID_ARGUMENT));
+    expect(res.grpcMessage).toMatch(/^parse binary: /);
+    const rows = await waitForRows(before + 1);
+    expect(rows.length).toBe(before + 1);
+    expect(rows.at(-1)!.error).toBe("undecodable request: invalid_argument: the request body could not be decoded");
+    const ok = await skillClient().executeSkill({ key: "web_search", input: { case: "params", value: { query: "still up" } } });
+    expect(ok.result?.success).toBe(true);
+  });
+
+  it("serves a call from @grpc/grpc-js and from connect's gRPC client alike, each audited once", async () => {
+    await m.audit.flush();
+    const before = (await m.audit.list({ limit: 1000 })).length;
+    const viaGrpcJs = (await grpcUnary(`127.0.0.1:${m.port}`, "/ongrid.v1.SkillService/ExecuteSkill", ExecuteSkillRequestSchema, ExecuteSkillResponseSchema, { key: "web_search", input: { case: "params", value: { query: "grpc-js" } } }, { authorization: `Bearer ${op}` })).response;
+    const viaConnect = await createClient(SkillService, createGrpcTransport({ baseUrl: m.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${op}`), next(req))] })).executeSkill({ key: "web_search", input: { case: "params", value: { query: "connect" } } });
+    expect(viaGrpcJs.result?.success).toBe(true);
+    expect(viaConnect.result?.success).toBe(true);
+    const rows = await waitForRows(before + 2);
+    expect(rows.length).toBe(before + 2);
+    expect(rows.slice(-2).map((r) => r.seq)).toEqual([Number(viaGrpcJs.auditSeq), Number(viaConnect.auditSeq)].sort((a, b) => a - b));
   });
 });
 

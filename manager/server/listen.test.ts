@@ -83,6 +83,64 @@ describe("front door", () => {
   });
 });
 
+describe("raw stream handlers", () => {
+  let raw: Listener;
+  const seen: string[] = [];
+  beforeAll(async () => {
+    raw = await listen(
+      (req, res) => {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end(`handler ${req.url}`);
+      },
+      {
+        host: "127.0.0.1",
+        port: 0,
+        streams: {
+          "/raw": (stream) => {
+            seen.push("raw");
+            stream.respond({ ":status": 200 });
+            stream.end("raw");
+          },
+          "/maybe": (stream, headers) => {
+            if (headers["x-take"] !== "yes") return false;
+            stream.respond({ ":status": 200 });
+            stream.end("taken");
+            return true;
+          },
+        },
+      },
+    );
+  });
+  afterAll(() => raw.close());
+
+  async function get(path: string, headers: Record<string, string> = {}): Promise<string> {
+    const session = http2.connect(raw.url);
+    try {
+      return await new Promise<string>((resolve, reject) => {
+        const req = session.request({ ":path": path, ...headers });
+        let body = "";
+        req.setEncoding("utf8");
+        req.on("data", (c: string) => (body += c));
+        req.on("end", () => resolve(body));
+        req.on("error", reject);
+        req.end();
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  it("serves a path with a raw handler raw, and every other path through the handler", async () => {
+    expect(await get("/raw")).toBe("raw");
+    expect(await get("/other")).toBe("handler /other");
+  });
+
+  it("gives the handler a stream its raw handler declines", async () => {
+    expect(await get("/maybe", { "x-take": "yes" })).toBe("taken");
+    expect(await get("/maybe")).toBe("handler /maybe");
+  });
+});
+
 describe("front door with TLS", () => {
   let pki: TestPki;
   let t: Listener;

@@ -15,8 +15,11 @@ export type DualHandler = (
   res: http.ServerResponse | http2.Http2ServerResponse,
 ) => void;
 
-/** Serves one HTTP/2 stream directly, without node's request/response compatibility layer. */
-export type StreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
+/**
+ * Serves one HTTP/2 stream directly, without node's request/response compatibility layer; one
+ * that answers false declines the stream, which then goes to the request handler.
+ */
+export type StreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void | boolean;
 
 /** Where and how to listen. */
 export interface ListenOptions {
@@ -24,7 +27,7 @@ export interface ListenOptions {
   port: number;
   tlsCert?: string;
   tlsKey?: string;
-  /** HTTP/2 streams to serve raw, by request path (the edge tunnel); everything else goes to the handler. */
+  /** HTTP/2 streams to serve raw, by request path (the edge tunnel, unary gRPC calls); everything else goes to the handler. */
   streams?: Record<string, StreamHandler>;
 }
 
@@ -33,13 +36,14 @@ export interface ListenOptions {
  * handler never becomes a request/response pair (which costs memory per stream).
  */
 function routeStreams(server: http2.Http2Server | http2.Http2SecureServer, streams: Record<string, StreamHandler>): void {
-  if (!Object.keys(streams).length) return;
+  const byPath = new Map(Object.entries(streams));
+  if (!byPath.size) return;
   const compat = server.listeners("stream") as Array<(...a: unknown[]) => void>;
   server.removeAllListeners("stream");
   server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => {
-    const raw = streams[String(headers[":path"] ?? "")];
-    if (raw) raw(stream, headers);
-    else for (const l of compat) l.call(server, stream, headers, ...rest);
+    const raw = byPath.get(String(headers[":path"] ?? ""));
+    if (raw && raw(stream, headers) !== false) return;
+    for (const l of compat) l.call(server, stream, headers, ...rest);
   });
 }
 

@@ -7,7 +7,7 @@
  * own form (a Connect unary error body and status, a gRPC trailer, a gRPC-Web trailer frame, a
  * Connect end-of-stream frame). Nothing else is changed.
  */
-import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type ConnectRouter, type ConnectRouterOptions, type ContextValues, type ServiceImplSpec } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { DualHandler } from "./listen.ts";
@@ -20,12 +20,29 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
   fallback: DualHandler;
 }
 
-/** Builds the handler. */
-export function rpcAdapter(options: RpcAdapterOptions): DualHandler {
+/**
+ * Builds the handler; `specs` holds the services registered without options of their own, for
+ * the unary fast path (grpc-unary.ts), which knows only the router-wide options.
+ */
+export function rpcAdapter(options: RpcAdapterOptions): DualHandler & { specs: ServiceImplSpec[] } {
   const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
-  options.routes(router);
+  const specs: ServiceImplSpec[] = [];
+  const recording: ConnectRouter = {
+    get handlers() {
+      return router.handlers;
+    },
+    service(service, impl, opts) {
+      if (!opts) specs.push(createServiceImplSpec(service, impl));
+      router.service(service, impl, opts);
+      return recording;
+    },
+    rpc(method) {
+      throw new Error(`rpcAdapter: register whole services (router.service), not single methods (${method.name})`);
+    },
+  };
+  options.routes(recording);
   const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
-  return (req, res) => {
+  const handler: DualHandler = (req, res) => {
     const handler = paths.get((req.url ?? "").split("?", 2)[0]!);
     if (!handler) return options.fallback(req, res);
     const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, options.contextValues?.(req));
@@ -36,6 +53,7 @@ export function rpcAdapter(options: RpcAdapterOptions): DualHandler {
         console.error(`handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`, reason);
       });
   };
+  return Object.assign(handler, { specs });
 }
 
 const PARSE_FAILURE = "parse binary: ";

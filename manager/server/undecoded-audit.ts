@@ -11,7 +11,6 @@ import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { DualHandler } from "./listen.ts";
 import { kPeerAddress } from "./caller.ts";
 
-const EXECUTE_PATH = "/ongrid.v1.SkillService/ExecuteSkill";
 const CAPTURE_BYTES = 8192;
 
 interface RequestState {
@@ -29,12 +28,22 @@ export function requestContextValues(req: object) {
   return values;
 }
 
+/** The same for a call served off its HTTP/2 stream (grpc-unary.ts), which audits its own refusals. */
+export function streamContextValues(stream: { session?: { socket?: { remoteAddress?: string } } }) {
+  const values = createContextValues();
+  values.set(kPeerAddress, stream.session?.socket?.remoteAddress ?? "");
+  return values;
+}
+
 /** Interceptor marking the request as decoded: from here on the dispatcher audits it. */
 export const markDecoded: Interceptor = (next) => async (req) => {
   const state = req.contextValues.get(kState);
   if (state) state.decoded = true;
   return next(req);
 };
+
+/** The path of the one RPC whose refusals before decoding are audited. */
+export const EXECUTE_PATH_AUDITED = "/ongrid.v1.SkillService/ExecuteSkill";
 
 const GRPC_CODE_NAMES: Record<string, string> = { "3": "invalid_argument", "8": "resource_exhausted", "12": "unimplemented", "16": "unauthenticated" };
 const EXPLANATIONS: Record<string, string> = {
@@ -57,15 +66,29 @@ function refusalFromResponse(res: http.ServerResponse | http2.Http2ServerRespons
       /* not a Connect JSON error body */
     }
   }
-  code ??= `http ${res.statusCode}`;
+  return refusalText(code ?? `http ${res.statusCode}`);
+}
+
+function refusalText(code: string): string {
   return `${code}: ${EXPLANATIONS[code] ?? "the request was refused before it was decoded"}`;
+}
+
+/** Writes the audit row of an ExecuteSkill request refused before it was decoded, with its gRPC status code. */
+export function auditUndecodable(audit: AuditLog, log: Logger, startedAt: Date, grpcCode: number): void {
+  appendRefusal(audit, log, startedAt, refusalText(GRPC_CODE_NAMES[String(grpcCode)] ?? `grpc-status ${grpcCode}`));
+}
+
+function appendRefusal(audit: AuditLog, log: Logger, startedAt: Date, error: string): void {
+  audit
+    .append(auditRecord({ toolName: "", error: `undecodable request: ${error}`, startedAt, callerUserId: "anonymous", callerRole: "anonymous", decision: "", decisionReason: "" }))
+    .catch((err) => log.error({ err }, "could not audit a refused ExecuteSkill request"));
 }
 
 /** Wraps the RPC handler so refused-before-decoding ExecuteSkill requests are audited too. */
 export function auditUndecoded(handler: DualHandler, audit: AuditLog, log: Logger): DualHandler {
   return (req, res) => {
     const path = (req.url ?? "").split("?")[0];
-    if (req.method !== "POST" || path !== EXECUTE_PATH) return handler(req, res);
+    if (req.method !== "POST" || path !== EXECUTE_PATH_AUDITED) return handler(req, res);
     const startedAt = new Date();
     const state: RequestState = { decoded: false };
     states.set(req, state);
@@ -96,10 +119,7 @@ export function auditUndecoded(handler: DualHandler, audit: AuditLog, log: Logge
     }
     res.once("close", () => {
       if (state.decoded) return;
-      const error = refusalFromResponse(res, Buffer.concat(chunks).toString("utf8"));
-      audit
-        .append(auditRecord({ toolName: "", error: `undecodable request: ${error}`, startedAt, callerUserId: "anonymous", callerRole: "anonymous", decision: "", decisionReason: "" }))
-        .catch((err) => log.error({ err }, "could not audit a refused ExecuteSkill request"));
+      appendRefusal(audit, log, startedAt, refusalFromResponse(res, Buffer.concat(chunks).toString("utf8")));
     });
     return handler(req, res);
   };
