@@ -8,7 +8,9 @@
  *     npx tsx scripts/bench/profile-dispatch.ts
  *
  * DB a PostgreSQL URL (default: PGlite in a temporary directory), PROF where to write the
- * .cpuprofile (default: no profile). Prints calls per second.
+ * .cpuprofile (default: no profile). MODE=rpc drives the same calls as ExecuteSkill RPCs from the
+ * benchmark's load generator in another process (bench:fleet's "ExecuteSkill RPC throughput"),
+ * the manager still profiled in this process. Prints calls per second.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,7 +21,9 @@ import { startFleet } from "../sim/fleet.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { closedLoop } from "./lib/closed-loop.ts";
 import { profiled } from "./lib/profile.ts";
-import { cpuMeter, pidsNamed } from "./lib/proc.ts";
+import { cpuMeter, pidsNamed, stop } from "./lib/proc.ts";
+import { startWorker } from "./lib/worker.ts";
+import type { LoopOutcome } from "./lib/closed-loop.ts";
 
 const EDGES = 10;
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 256);
@@ -36,10 +40,17 @@ const call = async (i: number) => {
   const out = await m.dispatcher.execute({ key: BENCH_SKILL, params: { text: "x".repeat(64) }, edgeId: edges[i % EDGES]!.id, caller });
   if (!out.result?.success) throw new Error(JSON.stringify(out.result?.error));
 };
-await closedLoop(CONCURRENCY, 2000, 0, call); // warm-up
-const cpu = cpuMeter({ "simulated edges": () => fleet.workers.map((w) => w.pid), postgresql: () => pidsNamed("postgres") });
-const out = await profiled(process.env.PROF, () => closedLoop(CONCURRENCY, MS, 0, call));
+const rpc = process.env.MODE === "rpc";
+const gen = rpc ? startWorker("load-gen", join(import.meta.dirname, "load-gen.ts")) : undefined;
+const token = rpc ? (await m.identity.createToken("admin", { description: "profile-dispatch" })).token : "";
+const rpcLoop = (durationMs: number) =>
+  gen!.request<LoopOutcome & Record<string, unknown>>({ cmd: "execute", url: m.url, token, edgeIds: edges.map((e) => e.id), concurrency: CONCURRENCY, durationMs, warmupMs: 0 }, durationMs + 60_000);
+if (rpc) await rpcLoop(2000);
+else await closedLoop(CONCURRENCY, 2000, 0, call); // warm-up
+const cpu = cpuMeter({ "simulated edges": () => fleet.workers.map((w) => w.pid), postgresql: () => pidsNamed("postgres"), ...(gen ? { "load generator": () => [gen.pid] } : {}) });
+const out = await profiled(process.env.PROF, () => (rpc ? rpcLoop(MS) : closedLoop(CONCURRENCY, MS, 0, call)));
 const used = cpu();
+if (gen) await stop(gen);
 console.log(`${out.ok} calls (${out.failed} failed) in ${(out.ms / 1000).toFixed(1)} s: ${((out.ok / out.ms) * 1000).toFixed(0)} calls/s`);
 console.log(`CPU µs per call: ${Object.entries(used).map(([k, v]) => `${k === "bench process" ? "manager (this process)" : k} ${((v * 1000) / out.ok).toFixed(1)}`).join(", ")}`);
 await fleet.close();

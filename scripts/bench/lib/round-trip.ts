@@ -26,3 +26,32 @@ export function unary(session: http2.ClientHttp2Session, path: string, body: Buf
     stream.end(body);
   });
 }
+
+/**
+ * One gRPC unary call on an open session, framed by hand (application/grpc, no compression):
+ * resolves with the response message (its 5-byte frame header removed) and the call's
+ * grpc-status and grpc-message, taken from the trailers (or from the headers of a
+ * trailers-only answer).
+ */
+export function grpcUnary(session: http2.ClientHttp2Session, path: string, framed: Buffer, headers: Record<string, string> = {}): Promise<{ grpcStatus: number; grpcMessage: string; message: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+    const chunks: Buffer[] = [];
+    let status: string | undefined;
+    let message = "";
+    const read = (h: http2.IncomingHttpHeaders) => {
+      if (h["grpc-status"] !== undefined) status = String(h["grpc-status"]);
+      if (h["grpc-message"] !== undefined) message = decodeURIComponent(String(h["grpc-message"]));
+    };
+    stream.on("response", read);
+    stream.on("trailers", read);
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("end", () => {
+      const body = Buffer.concat(chunks);
+      if (status === undefined) return reject(new Error("gRPC answer without grpc-status"));
+      resolve({ grpcStatus: Number(status), grpcMessage: message, message: body.length >= 5 ? body.subarray(5, 5 + body.readUInt32BE(1)) : body });
+    });
+    stream.on("error", reject);
+    stream.end(framed);
+  });
+}
