@@ -121,7 +121,11 @@ function unaryHandler(spec: UnarySpec, path: string, options: GrpcUnaryOptions):
             }
             answer(envelope(bytes), undefined);
           },
-          (e) => answer(undefined, e instanceof ConnectError ? e : (options.mapError?.(e) ?? new ConnectError("internal error", Code.Internal, undefined, undefined, e))),
+          (e) => {
+            // A call that failed once its deadline had passed failed because of it (as gRPC servers answer).
+            if (context.expired) return answer(undefined, context.signal.reason as ConnectError);
+            answer(undefined, e instanceof ConnectError ? e : (options.mapError?.(e) ?? new ConnectError("internal error", Code.Internal, undefined, undefined, e)));
+          },
         );
       },
       (e) => refuse(ConnectError.from(e)),
@@ -196,6 +200,8 @@ class UnaryContext implements HandlerContext {
   readonly signal: AbortSignal;
   readonly timeoutMs: () => number | undefined;
   readonly abort: (reason: unknown) => void;
+  /** Whether the deadline fired (the signal's reason is then DeadlineExceeded). */
+  expired = false;
 
   constructor(
     readonly method: DescMethodUnary,
@@ -214,7 +220,11 @@ class UnaryContext implements HandlerContext {
     else {
       const at = Date.now() + timeoutMs;
       this.timeoutMs = () => at - Date.now();
-      timer = setTimeout(() => controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
+      timer = setTimeout(() => {
+        if (controller.signal.aborted) return;
+        this.expired = true;
+        controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+      }, timeoutMs);
     }
     this.abort = (reason) => {
       if (timer) clearTimeout(timer);
