@@ -1,5 +1,6 @@
 /** Conversions between the framework's plain objects and the contract's messages, used by manager and edge alike. */
-import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { createHash } from "node:crypto";
+import { create, fromJson, toBinary, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   MetadataSchema,
@@ -11,6 +12,7 @@ import {
   type Metadata,
   type SkillResult,
 } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import { SkillInventorySchema } from "../proto/gen/ongrid/v1/tunnel_pb.ts";
 import type { ResultEnvelope, Skill, SkillClass as Cls, SkillScope as Scp, ParamType as PT } from "./types.ts";
 
 const CLASS_TO_PROTO: Record<Cls, SkillClass> = {
@@ -108,3 +110,11 @@ export function resultToProto(r: ResultEnvelope): SkillResult {
   });
 }
 
+/**
+ * The digest of an edge's skill inventory (hello's inventory_digest): lowercase hex SHA-256 of
+ * the binary encoding of a SkillInventory holding `skills`, in order. The edge computes it over
+ * what it offers; the manager computes it over inventories it was sent, and remembers those.
+ */
+export function inventoryDigest(skills: Metadata[]): string {
+  return createHash("sha256").update(toBinary(SkillInventorySchema, create(SkillInventorySchema, { skills }))).digest("hex");
+}

@@ -13,7 +13,7 @@ import type { SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { validateParams } from "../../skill/validate.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
-import { classFromProto, metadataToProto } from "../../skill/proto.ts";
+import { classFromProto, inventoryDigest, metadataToProto } from "../../skill/proto.ts";
 import { effectiveClass } from "../../skill/registry.ts";
 import { evidenceKey, evidenceProblem } from "../../skill/evidence.ts";
 import { withCredentialValues } from "../../skill/credential.ts";
@@ -106,17 +106,14 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
     stop.abort(new Error(reason));
   }, WELCOME_TIMEOUT_MS);
 
+  // The hello names the skills by their digest; the manager, when it does not hold that
+  // inventory yet (or predates digests), does not acknowledge it and gets the skills next.
+  const inventory = rt.registry.list().map((s) => metadataToProto(s));
+  const digest = inventoryDigest(inventory);
   out.push({
     frame: {
       case: "hello",
-      value: {
-        edgeId: rt.id,
-        version: rt.version,
-        hostname: rt.hostname,
-        os: rt.os,
-        labels: rt.labels,
-        skills: rt.registry.list().map((s) => metadataToProto(s)),
-      },
+      value: { edgeId: rt.id, version: rt.version, hostname: rt.hostname, os: rt.os, labels: rt.labels, skills: [], inventoryDigest: digest },
     },
   });
 
@@ -220,8 +217,9 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
           clearTimeout(welcomeTimer);
           const every = Math.max(100, f.value.heartbeatIntervalMs || 5000);
           heartbeat = setInterval(() => onHeartbeatTimer(every), every);
-          rt.log.info({ manager_version: f.value.managerVersion, heartbeat_ms: every }, "connected to the manager");
-          if (skillsChangedEarly) sendInventory();
+          const known = f.value.inventoryDigest === digest;
+          rt.log.info({ manager_version: f.value.managerVersion, heartbeat_ms: every, inventory: known ? "known to the manager" : "sent" }, "connected to the manager");
+          if (skillsChangedEarly || !known) sendInventory();
           break;
         }
         case "execute":

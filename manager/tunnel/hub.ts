@@ -5,14 +5,14 @@
 import { randomUUID } from "node:crypto";
 import type http2 from "node:http2";
 import type { Logger } from "pino";
-import { toJson } from "@bufbuild/protobuf";
+import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { OngridError } from "../../skill/errors.ts";
 import { redact } from "../../skill/redact.ts";
 import { truncateOutput } from "../../skill/truncate.ts";
 import type { ResultEnvelope, Skill, SkillClass } from "../../skill/types.ts";
-import { classToProto } from "../../skill/proto.ts";
+import { classToProto, inventoryDigest } from "../../skill/proto.ts";
 import { evidenceMac } from "../../skill/evidence.ts";
 import { ConnectRequestSchema, ConnectResponseSchema, type Hello } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
 import { MetadataSchema, type Metadata, type SkillResult } from "../../proto/gen/ongrid/v1/skill_pb.ts";
@@ -32,6 +32,8 @@ const RECHECK_BATCH_MS = 1000;
 const MAX_SKILLS_PER_EDGE = 1000;
 /** Slices of the heartbeat wheel: the hub's one heartbeat timer ticks this many times an interval. */
 const HEARTBEAT_SLICES = 10;
+/** Distinct edge inventories remembered by digest (a fleet runs a handful: one per edge version and pack set). */
+const INVENTORY_CACHE = 256;
 /** Call deadlines are gathered into slots this wide (a silent edge's call fails at most this late). */
 const DEADLINE_GRANULARITY_MS = 100;
 
@@ -93,6 +95,13 @@ export interface Evidence {
   sopHash: string;
   effectiveClass: SkillClass;
   reasonType: string;
+}
+
+/** An edge inventory the manager was sent: its digest, the skills built from it, and its JSON for the edges table. */
+interface Inventory {
+  digest: string;
+  skills: ReadonlyMap<string, Skill>;
+  json: JsonValue[];
 }
 
 interface LiveSession extends EdgeSession {
@@ -168,11 +177,31 @@ export function createHub(opts: HubOptions) {
     const tokenHash = row.tokenHash;
     let session: LiveSession | undefined;
     let helloSeen = false;
+    /** The hello of an edge welcomed without an acknowledged digest, until its inventory frame arrives. */
+    let awaitingInventory: Hello | undefined;
+    let inventoryTimer: NodeJS.Timeout | undefined;
     const helloTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no hello within ${helloTimeoutMs} ms` }), helloTimeoutMs);
     const call = acceptBidi(stream, headers, ConnectRequestSchema, ConnectResponseSchema, opts.maxFrameBytes, {
       onMessage(msg) {
         const f = msg.frame;
         if (!session) {
+          if (awaitingInventory) {
+            // Welcomed without an acknowledged digest: the edge's skills come next.
+            if (f.case === "inventory") {
+              const hello = awaitingInventory;
+              awaitingInventory = undefined;
+              clearTimeout(inventoryTimer);
+              let inv: Inventory;
+              try {
+                inv = inventoryOf(f.value.skills);
+              } catch (err) {
+                call.end({ code: Code.InvalidArgument, message: `inventory refused: ${(err as Error).message}` });
+                return;
+              }
+              session = admit(call, enrolledId, tokenHash, hello, inv, false);
+            } else if (f.case === "hello") call.end({ code: Code.InvalidArgument, message: "hello may only be sent once" });
+            return;
+          }
           if (helloSeen) return; // heartbeats while the hello is being checked
           if (f.case !== "hello") {
             const unknown = msg.$unknown?.[0];
@@ -184,7 +213,12 @@ export function createHub(opts: HubOptions) {
           clearTimeout(helloTimer);
           welcome(call, enrolledId, tokenHash, f.value).then(
             (s) => {
-              session = s;
+              if (s !== "inventory") session = s;
+              else if (!call.closed) {
+                awaitingInventory = f.value;
+                inventoryTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no inventory within ${helloTimeoutMs} ms of a welcome that did not acknowledge the hello's inventory_digest` }), helloTimeoutMs);
+                call.send({ frame: { case: "welcome", value: welcomeFrame(enrolledId, "") } });
+              }
             },
             (err) => {
               log.error({ err: String(err), edge: enrolledId }, "edge welcome failed");
@@ -215,6 +249,7 @@ export function createHub(opts: HubOptions) {
       onEnd: () => (helloSeen ? undefined : { code: Code.InvalidArgument, message: "the stream ended before hello" }),
       onClose(err) {
         clearTimeout(helloTimer);
+        clearTimeout(inventoryTimer);
         opening.get(enrolledId)?.delete(call);
         if (session) drop(session, err ? `tunnel lost: ${err.message}` : "edge closed the tunnel");
       },
@@ -260,7 +295,12 @@ export function createHub(opts: HubOptions) {
     }
   }
 
-  async function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello): Promise<LiveSession | undefined> {
+  /**
+   * Checks a hello and admits the edge, or — when the hello names an inventory by a digest the
+   * manager does not hold — answers "inventory": the caller welcomes the edge without
+   * acknowledging the digest and admits it when its inventory frame arrives.
+   */
+  async function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello): Promise<LiveSession | "inventory" | undefined> {
     if (hello.edgeId !== enrolledId) {
       call.end({ code: Code.PermissionDenied, message: `this token is enrolled for edge "${enrolledId}", not "${hello.edgeId}"` });
       return undefined;
@@ -276,20 +316,36 @@ export function createHub(opts: HubOptions) {
       return undefined;
     }
     if (call.closed) return undefined;
-    opening.get(enrolledId)?.delete(call);
-    let skills: Map<string, Skill>;
-    try {
-      skills = skillsFrom(hello.skills);
-    } catch (err) {
-      call.end({ code: Code.InvalidArgument, message: `hello refused: ${(err as Error).message}` });
-      return undefined;
+    let inv: Inventory | undefined;
+    if (hello.skills.length === 0 && hello.inventoryDigest) {
+      inv = knownInventory(hello.inventoryDigest);
+      if (!inv) return "inventory";
+    } else {
+      try {
+        inv = inventoryOf(hello.skills);
+      } catch (err) {
+        call.end({ code: Code.InvalidArgument, message: `hello refused: ${(err as Error).message}` });
+        return undefined;
+      }
     }
+    return admit(call, enrolledId, tokenHash, hello, inv, true);
+  }
+
+  function welcomeFrame(edgeId: string, inventoryDigest: string) {
+    return { edgeId, managerVersion: opts.managerVersion, heartbeatIntervalMs: opts.heartbeatMs, inventoryDigest };
+  }
+
+  /** Makes the edge's session live (replacing an older one of the same edge) and records it online. */
+  function admit(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello, inv: Inventory, sendWelcome: boolean): LiveSession {
+    opening.get(enrolledId)?.delete(call);
+    const skills = inv.skills;
     const previous = sessions.get(enrolledId);
     if (previous) previous.close({ code: Code.Aborted, message: "superseded by a newer connection of the same edge" });
     const session: LiveSession = {
       edgeId: enrolledId,
       tokenHash,
-      // Without its skill list (kept as `skills`): the metadata of a dozen skills is ~15 KB an edge.
+      // Without its skill list (kept as `skills`, shared by the edges offering the same inventory):
+      // the metadata of a dozen skills is ~15 KB an edge.
       hello: { ...hello, skills: [] },
       skills,
       connectedAt: new Date(),
@@ -307,20 +363,46 @@ export function createHub(opts: HubOptions) {
     startWheel();
     sessions.set(enrolledId, session);
     countOffers(skills, 1);
-    call.send({
-      frame: { case: "welcome", value: { edgeId: enrolledId, managerVersion: opts.managerVersion, heartbeatIntervalMs: opts.heartbeatMs } },
-    });
+    if (sendWelcome) call.send({ frame: { case: "welcome", value: welcomeFrame(enrolledId, inv.digest) } });
     store
       .markOnline(enrolledId, {
         version: hello.version,
         hostname: hello.hostname,
         os: hello.os,
         labels: { ...hello.labels },
-        skills: hello.skills.map((m) => toJson(MetadataSchema, m)),
+        skills: inv.json,
       })
       .catch((err) => log.error({ err: String(err), edge: enrolledId }, "could not record edge presence"));
     log.info({ edge: enrolledId, version: hello.version, skills: skills.size }, "edge connected");
     return session;
+  }
+
+  /**
+   * Inventories the manager was sent, by the digest it computed over each (never by an edge's
+   * word: an edge naming a digest gets exactly what another edge's metadata of that digest
+   * made); most recently used last, at most INVENTORY_CACHE of them.
+   */
+  const inventories = new Map<string, Inventory>();
+
+  /** The inventory held under `digest`, now the most recently used; undefined when none is. */
+  function knownInventory(digest: string): Inventory | undefined {
+    const inv = inventories.get(digest);
+    if (inv) {
+      inventories.delete(digest);
+      inventories.set(digest, inv);
+    }
+    return inv;
+  }
+
+  /** An inventory from an edge's metadata list, remembered under its digest; throws invalid_argument on a defect. */
+  function inventoryOf(list: Metadata[]): Inventory {
+    const digest = inventoryDigest(list);
+    const known = knownInventory(digest);
+    if (known) return known;
+    const inv: Inventory = { digest, skills: skillsFrom(list), json: list.map((m) => toJson(MetadataSchema, m)) };
+    inventories.set(digest, inv);
+    if (inventories.size > INVENTORY_CACHE) inventories.delete(inventories.keys().next().value!);
+    return inv;
   }
 
   /** The manager-side skills for an edge's metadata list; throws invalid_argument on a defect. */
@@ -336,20 +418,21 @@ export function createHub(opts: HubOptions) {
 
   /** An inventory frame: the edge's skill set changed without a reconnect. A defective one ends the session, as a bad hello would. */
   function replaceInventory(session: LiveSession, list: Metadata[]): void {
+    let inv: Inventory;
     try {
-      const next = skillsFrom(list);
+      inv = inventoryOf(list);
       if (sessions.get(session.edgeId) === session) {
         countOffers(session.skills, -1);
-        countOffers(next, 1);
+        countOffers(inv.skills, 1);
       }
-      session.skills = next;
+      session.skills = inv.skills;
     } catch (err) {
       session.close({ code: Code.InvalidArgument, message: `inventory refused: ${(err as Error).message}` });
       return;
     }
     const h = session.hello;
     store
-      .markOnline(session.edgeId, { version: h.version, hostname: h.hostname, os: h.os, labels: { ...h.labels }, skills: list.map((m) => toJson(MetadataSchema, m)) })
+      .markOnline(session.edgeId, { version: h.version, hostname: h.hostname, os: h.os, labels: { ...h.labels }, skills: inv.json })
       .catch((err) => log.error({ err: String(err), edge: session.edgeId }, "could not record the edge's new skills"));
     log.info({ edge: session.edgeId, skills: session.skills.size }, "edge skills changed");
   }

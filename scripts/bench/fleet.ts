@@ -7,7 +7,7 @@
  *                         [--throughput-seconds 10] [--concurrency 256] [--audit-rows 200000]
  *                         [--database-url postgres://postgres@127.0.0.1:5432/postgres]
  *                         [--only edge,audit,throughput,fleet] [--out FILE] [--manager-cpu-prof DIR]
- *                         [--inventory builtins|echo] [--rpc-client raw|connect]
+ *                         [--inventory builtins|echo] [--hello digest|full] [--rpc-client raw|connect]
  *
  * Sections (--only picks some):
  * - edge: the compiled edge binary's idle RSS and start to connected, against a compiled empty Bun
@@ -83,6 +83,7 @@ function flags() {
       "manager-cpu-prof": { type: "string" },
       inventory: { type: "string", default: "builtins" },
       "rpc-client": { type: "string", default: "raw" },
+      hello: { type: "string", default: "digest" },
     },
   });
   const only = values.only!.split(",").map((s) => s.trim()).filter(Boolean);
@@ -100,15 +101,23 @@ function flags() {
     managerCpuProf: values["manager-cpu-prof"] ? resolve(values["manager-cpu-prof"]) : undefined,
     inventory: inventoryFlag(values.inventory!),
     rpcClient: rpcClientFlag(values["rpc-client"]!),
+    hello: helloFlag(values.hello!),
   };
 }
 
-/** What the fleet section's simulated edges offer in their hello: the edge binary's builtins (≈ 15 KB of metadata) or one echo skill. */
+/** How the fleet section's simulated edges send their skills: hello by inventory digest (as the edge does) or the full inventory in every hello. */
+function helloFlag(v: string): "digest" | "full" {
+  if (v !== "digest" && v !== "full") throw new Error(`--hello: "${v}" is not digest or full`);
+  return v;
+}
+
+/** Which client sends the throughput section's ExecuteSkill RPCs. */
 function rpcClientFlag(v: string): "raw" | "connect" {
   if (v !== "raw" && v !== "connect") throw new Error(`--rpc-client: "${v}" is not raw or connect`);
   return v;
 }
 
+/** What the fleet section's simulated edges offer: the edge binary's builtins (≈ 15 KB of metadata) or one echo skill. */
 function inventoryFlag(v: string): "builtins" | "echo" {
   if (v !== "builtins" && v !== "echo") throw new Error(`--inventory: "${v}" is not builtins or echo`);
   return v;
@@ -300,8 +309,8 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   log("manager RSS before the fleet (settled, then after a forced full GC)");
   const before = await settledRss(mgr.proc.child.pid);
   const beforeGc = await gc?.read();
-  log(`connecting ${N} simulated edges (${o.inventory === "builtins" ? "real edge inventory" : "one echo skill"}, one HTTP/2 connection each) from ${o.simProcesses} processes`);
-  const fleet: Fleet = await startFleet({ url: mgr.proc.url, edges, processes: o.simProcesses, labels: { bench: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: true, maxBackoffMs: 30_000, inventory: o.inventory, needFds: Math.ceil(N / o.simProcesses) + 512 });
+  log(`connecting ${N} simulated edges (${o.inventory === "builtins" ? "real edge inventory" : "one echo skill"}, hello ${o.hello === "digest" ? "by inventory digest" : "with the full inventory"}, one HTTP/2 connection each) from ${o.simProcesses} processes`);
+  const fleet: Fleet = await startFleet({ url: mgr.proc.url, edges, processes: o.simProcesses, labels: { bench: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: true, maxBackoffMs: 30_000, inventory: o.inventory, hello: o.hello, needFds: Math.ceil(N / o.simProcesses) + 512 });
   cleanups.push(() => fleet.close());
   if (fleet.connected.connected !== N) throw new Error(`${fleet.connected.failed} of ${N} simulated edges did not connect: ${fleet.connected.errors.join("; ")}`);
   log(`all ${N} connected in ${(fleet.connected.ms / 1000).toFixed(1)} s`);

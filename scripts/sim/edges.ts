@@ -18,13 +18,13 @@ import http2 from "node:http2";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { pino } from "pino";
 import { ConnectRequestSchema, ConnectResponseSchema } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
-import { ParamType, SkillClass, SkillScope, type Metadata, type MetadataSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
+import { MetadataSchema, ParamType, SkillClass, SkillScope, type Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { createDeframer, frame } from "../bench/lib/grpc-frame.ts";
 import { pool, serveWorker, type WorkerMessage } from "../bench/lib/worker.ts";
 import { BENCH_SKILL } from "../bench/lib/constants.ts";
 import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 import { createRegistry } from "../../skill/registry.ts";
-import { metadataToProto, toValue } from "../../skill/proto.ts";
+import { inventoryDigest, metadataToProto, toValue } from "../../skill/proto.ts";
 import { backoffDelay } from "../../edge/tunnel/dialer.ts";
 
 const TUNNEL_PATH = "/ongrid.v1.EdgeTunnelService/Connect";
@@ -48,6 +48,12 @@ export interface SimOptions {
   maxBackoffMs: number;
   /** "builtins" (the real edge's skills + bench_echo) or "echo" (bench_echo alone). */
   inventory: "builtins" | "echo";
+  /**
+   * "digest" (the default, as the real edge does): hello names the inventory by its digest and
+   * the skills follow in an inventory frame when the manager's welcome does not acknowledge it;
+   * "full": hello carries the skills (as edges before digests did).
+   */
+  hello?: "digest" | "full";
 }
 
 interface SimEdge {
@@ -110,6 +116,8 @@ const state = {
   markAt: performance.now(),
   sweep: undefined as NodeJS.Timeout | undefined,
   inventory: [] as MessageInitShape<typeof MetadataSchema>[],
+  /** The inventory's digest (hello's inventory_digest). */
+  digest: "",
 };
 
 const send = (stream: http2.ClientHttp2Stream, msg: MessageInitShape<typeof ConnectRequestSchema>) => {
@@ -160,6 +168,7 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
       createDeframer((body) => {
         const f = fromBinary(ConnectResponseSchema, body).frame;
         if (f.case === "welcome") {
+          if (f.value.inventoryDigest !== state.digest) send(stream, { frame: { case: "inventory", value: { skills: state.inventory } } });
           edge.welcomed = true;
           edge.attempt = 0;
           edge.everyMs = Math.max(100, f.value.heartbeatIntervalMs || 5000);
@@ -183,7 +192,14 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
     send(stream, {
       frame: {
         case: "hello",
-        value: { edgeId: edge.id, version: "sim", hostname: edge.id, os: `${process.platform}/${process.arch}`, labels: edge.labels ? { ...o.labels, ...edge.labels } : o.labels, skills: state.inventory },
+        value: {
+          edgeId: edge.id,
+          version: "sim",
+          hostname: edge.id,
+          os: `${process.platform}/${process.arch}`,
+          labels: edge.labels ? { ...o.labels, ...edge.labels } : o.labels,
+          ...(o.hello === "full" ? { skills: state.inventory } : { skills: [], inventoryDigest: state.digest }),
+        },
       },
     });
   });
@@ -257,8 +273,10 @@ serveWorker(async (msg: WorkerMessage) => {
         reconnect: Boolean(o.reconnect),
         maxBackoffMs: Number(o.maxBackoffMs ?? 30_000),
         inventory: o.inventory === "echo" ? "echo" : "builtins",
+        hello: o.hello === "full" ? "full" : "digest",
       };
       state.inventory = state.opts.inventory === "echo" ? [echoSkill] : [...builtinInventory(), echoSkill];
+      state.digest = inventoryDigest(state.inventory.map((m) => create(MetadataSchema, m)));
       startSweep();
       const t0 = performance.now();
       const errors: string[] = [];

@@ -5,7 +5,8 @@
  *
  *   npm run sim -- --manager http://127.0.0.1:8080 --token ogu_… [--edges 1000] [--processes 2]
  *                  [--latency-ms 0] [--latency-jitter-ms 0] [--failure-rate 0] [--labels sim=1]
- *                  [--prefix sim-] [--inventory builtins|echo] [--no-reconnect] [--duration 0]
+ *                  [--prefix sim-] [--inventory builtins|echo] [--hello digest|full] [--no-reconnect]
+ *                  [--duration 0]
  *
  * --token is an admin's API token (or ONGRID_TOKEN). Enrolling an id that exists rotates its
  * token (the old connection is dropped), so reruns with the same prefix take over the same ids.
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
       labels: { type: "string", default: "sim=1" },
       prefix: { type: "string", default: "sim-" },
       inventory: { type: "string", default: "builtins" },
+      hello: { type: "string", default: "digest" },
       "no-reconnect": { type: "boolean", default: false },
       "max-backoff-ms": { type: "string", default: "30000" },
       duration: { type: "string", default: "0" },
@@ -158,6 +160,7 @@ async function main(): Promise<void> {
   if (!values.manager) throw new Error("--manager: the manager's URL is required (e.g. http://127.0.0.1:8080)");
   if (!values.token) throw new Error("--token: an admin's API token is required (or ONGRID_TOKEN)");
   if (values.inventory !== "builtins" && values.inventory !== "echo") throw new Error(`--inventory: "${values.inventory}" must be builtins or echo`);
+  if (values.hello !== "digest" && values.hello !== "full") throw new Error(`--hello: "${values.hello}" must be digest or full`);
   const n = num("edges", values.edges!, 1, 100_000);
   const started = performance.now();
   console.log(`enrolling ${n} edges (${values.prefix}00000…) at ${values.manager}`);
@@ -174,6 +177,7 @@ async function main(): Promise<void> {
     reconnect: !values["no-reconnect"],
     maxBackoffMs: num("max-backoff-ms", values["max-backoff-ms"]!, 1),
     inventory: values.inventory,
+    hello: values.hello,
   });
   console.log(`${fleet.connected.connected} connected, ${fleet.connected.failed} failed in ${(fleet.connected.ms / 1000).toFixed(1)} s${fleet.connected.errors.length ? `; first errors: ${fleet.connected.errors.join("; ")}` : ""}`);
   const durationS = num("duration", values.duration!, 0);

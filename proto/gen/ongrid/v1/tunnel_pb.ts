@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/tunnel.proto.
  */
 export const file_ongrid_v1_tunnel: GenFile = /*@__PURE__*/
-  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEiwwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SAASLgoJaW52ZW50b3J5GAQgASgLMhkub25ncmlkLnYxLlNraWxsSW52ZW50b3J5SABCBwoFZnJhbWUiuAEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAQgcKBWZyYW1lIskBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjUKDlNraWxsSW52ZW50b3J5EiMKBnNraWxscxgBIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSJSCgdXZWxjb21lEg8KB2VkZ2VfaWQYASABKAkSFwoPbWFuYWdlcl92ZXJzaW9uGAIgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgDIAEoDSKTAQoHRXhlY3V0ZRIPCgdjYWxsX2lkGAEgASgJEgsKA2tleRgCIAEoCRInCgZwYXJhbXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCnRpbWVvdXRfbXMYBCABKA0SLQoIYXBwcm92YWwYBSABKAsyGy5vbmdyaWQudjEuQXBwcm92YWxFdmlkZW5jZSKeAQoQQXBwcm92YWxFdmlkZW5jZRITCgthcHByb3ZhbF9pZBgBIAEoCRIRCglhcHByb3ZlcnMYAiADKAkSEAoIc29wX2hhc2gYAyABKAkSLgoPZWZmZWN0aXZlX2NsYXNzGAQgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEwoLcmVhc29uX3R5cGUYBSABKAkSCwoDbWFjGAYgASgMIkgKDUV4ZWN1dGVSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQiKQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIiQKCUhlYXJ0YmVhdBIXCg9zZW50X2F0X3VuaXhfbXMYASABKAMyWQoRRWRnZVR1bm5lbFNlcnZpY2USRAoHQ29ubmVjdBIZLm9uZ3JpZC52MS5Db25uZWN0UmVxdWVzdBoaLm9uZ3JpZC52MS5Db25uZWN0UmVzcG9uc2UoATABYgZwcm90bzM", [file_google_protobuf_struct, file_ongrid_v1_skill]);
+  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEiwwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SAASLgoJaW52ZW50b3J5GAQgASgLMhkub25ncmlkLnYxLlNraWxsSW52ZW50b3J5SABCBwoFZnJhbWUiuAEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAQgcKBWZyYW1lIuMBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRIYChBpbnZlbnRvcnlfZGlnZXN0GAcgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiNQoOU2tpbGxJbnZlbnRvcnkSIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhImwKB1dlbGNvbWUSDwoHZWRnZV9pZBgBIAEoCRIXCg9tYW5hZ2VyX3ZlcnNpb24YAiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAMgASgNEhgKEGludmVudG9yeV9kaWdlc3QYBCABKAkikwEKB0V4ZWN1dGUSDwoHY2FsbF9pZBgBIAEoCRILCgNrZXkYAiABKAkSJwoGcGFyYW1zGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgp0aW1lb3V0X21zGAQgASgNEi0KCGFwcHJvdmFsGAUgASgLMhsub25ncmlkLnYxLkFwcHJvdmFsRXZpZGVuY2UingEKEEFwcHJvdmFsRXZpZGVuY2USEwoLYXBwcm92YWxfaWQYASABKAkSEQoJYXBwcm92ZXJzGAIgAygJEhAKCHNvcF9oYXNoGAMgASgJEi4KD2VmZmVjdGl2ZV9jbGFzcxgEIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbENsYXNzEhMKC3JlYXNvbl90eXBlGAUgASgJEgsKA21hYxgGIAEoDCJICg1FeGVjdXRlUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0IikKBkNhbmNlbBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIkCglIZWFydGJlYXQSFwoPc2VudF9hdF91bml4X21zGAEgASgDMlkKEUVkZ2VUdW5uZWxTZXJ2aWNlEkQKB0Nvbm5lY3QSGS5vbmdyaWQudjEuQ29ubmVjdFJlcXVlc3QaGi5vbmdyaWQudjEuQ29ubmVjdFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_google_protobuf_struct, file_ongrid_v1_skill]);
 
 /**
  * ConnectRequest is one frame from the edge to the manager.
@@ -163,11 +163,23 @@ export type Hello = Message<"ongrid.v1.Hello"> & {
   labels: { [key: string]: string };
 
   /**
-   * Full metadata of every skill the edge offers (scope host).
+   * Full metadata of every skill the edge offers (scope host). May be left empty when
+   * inventory_digest is set: the manager then takes the inventory it already holds under that
+   * digest, or, when it holds none, welcomes the edge without acknowledging the digest, and the
+   * edge sends its skills in an inventory frame before the manager admits it.
    *
    * @generated from field: repeated ongrid.v1.Metadata skills = 6;
    */
   skills: Metadata[];
+
+  /**
+   * The digest of the edge's skills: lowercase hex SHA-256 of the binary encoding of a
+   * SkillInventory holding them, in order. Edges of one version with the same packs share it,
+   * so a fleet's hellos need not carry the same ~15 KB of metadata each.
+   *
+   * @generated from field: string inventory_digest = 7;
+   */
+  inventoryDigest: string;
 };
 
 /**
@@ -224,6 +236,15 @@ export type Welcome = Message<"ongrid.v1.Welcome"> & {
    * @generated from field: uint32 heartbeat_interval_ms = 3;
    */
   heartbeatIntervalMs: number;
+
+  /**
+   * The hello's inventory_digest when the manager holds that inventory (it computes digests
+   * itself, from inventories it was sent, and never takes an edge's word for one). Empty: the
+   * edge sends its skills in an inventory frame, and is admitted when they arrive.
+   *
+   * @generated from field: string inventory_digest = 4;
+   */
+  inventoryDigest: string;
 };
 
 /**

@@ -1,0 +1,136 @@
+/**
+ * Hello by inventory digest (tunnel.proto Hello.inventory_digest, Welcome.inventory_digest):
+ * edges of one version share an inventory, so after the first of them the manager takes the
+ * skills it already holds under the digest instead of reading them again from every hello. The
+ * manager computes digests itself and never takes an edge's word for one.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { create, toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { MetadataSchema } from "../proto/gen/ongrid/v1/skill_pb.ts";
+import type { ConnectResponse, Welcome } from "../proto/gen/ongrid/v1/tunnel_pb.ts";
+import { inventoryDigest } from "../skill/proto.ts";
+import { bootManager, type TestManager } from "./support/manager.ts";
+import { connectGrpcEdge, ECHO_TEXT_METADATA, type GrpcEdge } from "./support/grpc-edge.ts";
+import { bearer, makeUser } from "./support/auth.ts";
+import { startEdge, waitFor } from "./support/edge.ts";
+
+let m: TestManager;
+let skills: ReturnType<typeof createClient<typeof SkillService>>;
+const open: GrpcEdge[] = [];
+
+beforeAll(async () => {
+  m = await bootManager();
+  skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(await makeUser(m, "oper", "operator"))] }));
+});
+afterAll(async () => {
+  for (const e of open) e.close();
+  await m?.stop();
+});
+
+/** A hand-written edge (grpc-js) that answers echo_text calls with "<id>:<text>". */
+async function fakeEdge(id: string): Promise<GrpcEdge> {
+  const { token } = await m.edges.enroll(id);
+  const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, e) => {
+    if (f.frame.case !== "execute") return;
+    const x = f.frame.value;
+    e.send({ frame: { case: "result", value: { callId: x.callId, result: { success: true, output: { kind: { case: "stringValue", value: `${id}:${String(x.params?.text)}` } }, durationMs: 1 } } } });
+  });
+  open.push(edge);
+  return edge;
+}
+
+async function welcomeOf(edge: GrpcEdge): Promise<Welcome> {
+  let w: ConnectResponse | undefined;
+  expect(await waitFor(() => Boolean((w = edge.received.find((f) => f.frame.case === "welcome"))), 10_000)).toBe(true);
+  return w!.frame.value as Welcome;
+}
+
+async function echo(edgeId: string): Promise<string> {
+  const res = await skills.executeSkill({ key: "echo_text", edgeId, input: { case: "params", value: { text: "hi" } } });
+  expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+  return String(toJson(ValueSchema, res.result!.output!));
+}
+
+const hello = (id: string, extra: Record<string, unknown>) => ({ frame: { case: "hello" as const, value: { edgeId: id, version: "t", hostname: id, os: "linux/x64", skills: [], ...extra } } });
+
+describe("hello by inventory digest", () => {
+  const echoDigest = inventoryDigest([create(MetadataSchema, ECHO_TEXT_METADATA)]);
+
+  it("welcomes an edge naming a digest it does not hold without acknowledging it, and admits the edge when its inventory arrives", async () => {
+    const e = await fakeEdge("dig-1");
+    e.send(hello("dig-1", { inventoryDigest: echoDigest }));
+    const w = await welcomeOf(e);
+    expect(w.edgeId).toBe("dig-1");
+    expect(w.inventoryDigest).toBe("");
+    // Welcomed, not admitted: no session, so no call can reach an edge whose skills are unknown.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(m.hub.session("dig-1")).toBeUndefined();
+    e.send({ frame: { case: "inventory", value: { skills: [ECHO_TEXT_METADATA] } } });
+    expect(await waitFor(() => Boolean(m.hub.session("dig-1")), 10_000)).toBe(true);
+    expect(await echo("dig-1")).toBe("dig-1:hi");
+  });
+
+  it("admits the next edge naming that digest at once, with the same skills, acknowledging the digest", async () => {
+    const e = await fakeEdge("dig-2");
+    e.send(hello("dig-2", { inventoryDigest: echoDigest }));
+    const w = await welcomeOf(e);
+    expect(w.inventoryDigest).toBe(echoDigest);
+    expect(m.hub.session("dig-2")).toBeDefined();
+    expect([...m.hub.session("dig-2")!.skills.keys()]).toEqual(["echo_text"]);
+    expect(await echo("dig-2")).toBe("dig-2:hi");
+    // The edges table records the skills for this edge too.
+    const listed = (await m.edges.list()).find((r) => r.id === "dig-2") as { skills?: Array<{ key: string }> } | undefined;
+    expect(listed?.skills?.map((s) => s.key)).toEqual(["echo_text"]);
+  });
+
+  it("acknowledges a full hello with the digest it computed over the skills, not the one the edge claims, and never serves the claimed one", async () => {
+    const other = { ...ECHO_TEXT_METADATA, description: "Use when testing the tunnel: a variant of echo." };
+    const claimed = "f".repeat(64);
+    const liar = await fakeEdge("dig-liar");
+    liar.send(hello("dig-liar", { skills: [other], inventoryDigest: claimed }));
+    const w = await welcomeOf(liar);
+    expect(w.inventoryDigest).toBe(inventoryDigest([create(MetadataSchema, other)]));
+    expect(w.inventoryDigest).not.toBe(claimed);
+    expect(m.hub.session("dig-liar")).toBeDefined();
+    // Another edge naming the claimed digest is not given the liar's skills.
+    const next = await fakeEdge("dig-3");
+    next.send(hello("dig-3", { inventoryDigest: claimed }));
+    expect((await welcomeOf(next)).inventoryDigest).toBe("");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(m.hub.session("dig-3")).toBeUndefined();
+  });
+
+  it("refuses a defective inventory sent after such a welcome, naming the fault", async () => {
+    const e = await fakeEdge("dig-bad");
+    e.send(hello("dig-bad", { inventoryDigest: "0".repeat(64) }));
+    expect((await welcomeOf(e)).inventoryDigest).toBe("");
+    e.send({ frame: { case: "inventory", value: { skills: [ECHO_TEXT_METADATA, ECHO_TEXT_METADATA] } } });
+    const st = await e.ended;
+    expect(st.code).toBe(3); // INVALID_ARGUMENT
+    expect(st.details).toBe('inventory refused: skill "echo_text" is offered twice');
+    expect(m.hub.session("dig-bad")).toBeUndefined();
+  });
+
+  it("a real edge sends its inventory once: its second connection is acknowledged at welcome", async () => {
+    const first = await startEdge(m, "dig-real-1");
+    const second = await startEdge(m, "dig-real-2");
+    try {
+      for (const id of ["dig-real-1", "dig-real-2"]) expect(await waitFor(() => (m.hub.session(id)?.skills.size ?? 0) > 0, 10_000)).toBe(true);
+      // The first sent its skills; the second's digest (computed by the edge) was the one the
+      // manager computed over the first's skills, so it sent none. Both share the skills built once.
+      expect(await waitFor(() => /"msg":"connected to the manager"/.test(first.output()) && /"msg":"connected to the manager"/.test(second.output()), 10_000)).toBe(true);
+      expect(first.output()).toMatch(/"inventory":"sent".*"msg":"connected to the manager"/);
+      expect(second.output()).toMatch(/"inventory":"known to the manager".*"msg":"connected to the manager"/);
+      expect(m.hub.session("dig-real-2")!.skills).toBe(m.hub.session("dig-real-1")!.skills);
+      const res = await skills.executeSkill({ key: "host_load", edgeId: "dig-real-2", input: { case: "params", value: {} } });
+      expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+    } finally {
+      await first.stop();
+      await second.stop();
+    }
+  });
+});
