@@ -27,6 +27,20 @@ describeBothBackends("edge store presence", (backend) => {
     expect(await store.get("e2")).toMatchObject({ online: false, lastSeenAt: seen, version: "2.0" });
   });
 
+  it("writes each edge's own skills when a batch holds shared and distinct skill lists", async () => {
+    const db = await backend.open();
+    const store = createEdgeStore(db, "mgr-1");
+    for (const id of ["s1", "s2", "s3", "s4"]) await store.enroll(id);
+    const shared = [{ key: "host_load" }, { key: "tail_file", params: { fields: [{ name: "path" }] } }];
+    const own = [{ key: "probe_http" }];
+    const at = (skills: unknown[]) => ({ version: "1", hostname: "h", os: "linux/x64", labels: {}, skills });
+    await Promise.all([store.markOnline("s1", at(shared)), store.markOnline("s2", at(own)), store.markOnline("s3", at(shared)), store.markOnline("s4", at([]))]);
+    expect((await store.get("s1"))?.skills).toEqual(shared);
+    expect((await store.get("s2"))?.skills).toEqual(own);
+    expect((await store.get("s3"))?.skills).toEqual(shared);
+    expect((await store.get("s4"))?.skills).toEqual([]);
+  });
+
   it("never marks a revoked edge online, but records its loss", async () => {
     const db = await backend.open();
     const store = createEdgeStore(db, "mgr-1");

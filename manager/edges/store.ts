@@ -206,10 +206,21 @@ function createPresenceWriter(database: Database, managerId: string) {
     const full = batch.filter(([, op]) => op.presence);
     const bare = batch.filter(([, op]) => !op.presence);
     if (full.length) {
-      const rows = full.map(([id, op]) => ({ id, online: op.online, last_seen: op.lastSeen.toISOString(), version: op.presence!.version, hostname: op.presence!.hostname, os: op.presence!.os, labels: op.presence!.labels, skills: op.presence!.skills }));
+      // Each distinct skill list is sent once and rows point at it by index: edges of one version
+      // share one list object (the hub's inventory, ≈ 15 KB for the builtins), and 500 copies of
+      // it in one parameter were a 7.5 MB string per statement — transient, but it left ≈ 10 KB
+      // an edge of the manager's native heap fragmented after 10,000 hellos.
+      const lists: unknown[][] = [];
+      const index = new Map<unknown[], number>();
+      const rows = full.map(([id, op]) => {
+        const p = op.presence!;
+        let i = index.get(p.skills);
+        if (i === undefined) index.set(p.skills, (i = lists.push(p.skills) - 1));
+        return { id, online: op.online, last_seen: op.lastSeen.toISOString(), version: p.version, hostname: p.hostname, os: p.os, labels: p.labels, skills: i };
+      });
       await db.execute(
-        sql`update edges as e set online = r.online, last_seen_at = r.last_seen, manager_id = ${managerId}, version = r.version, hostname = r.hostname, os = r.os, labels = r.labels, skills = r.skills
-            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, online boolean, last_seen timestamptz, version text, hostname text, os text, labels jsonb, skills jsonb)
+        sql`update edges as e set online = r.online, last_seen_at = r.last_seen, manager_id = ${managerId}, version = r.version, hostname = r.hostname, os = r.os, labels = r.labels, skills = (${JSON.stringify(lists)}::jsonb) -> r.skills
+            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, online boolean, last_seen timestamptz, version text, hostname text, os text, labels jsonb, skills int)
             where e.id = r.id and (e.revoked_at is null or not r.online)`,
       );
     }
