@@ -1,5 +1,5 @@
 /**
- * Hello by inventory digest (tunnel.proto Hello.inventory_digest, Welcome.inventory_digest):
+ * Hello by inventory digest (tunnel.proto Hello.inventory_digest, InventoryRequest, Welcome.inventory_digest):
  * edges of one version share an inventory, so after the first of them the manager takes the
  * skills it already holds under the digest instead of reading them again from every hello. The
  * manager computes digests itself and never takes an edge's word for one.
@@ -43,6 +43,10 @@ async function fakeEdge(id: string): Promise<GrpcEdge> {
   return edge;
 }
 
+async function inventoryRequested(edge: GrpcEdge): Promise<void> {
+  expect(await waitFor(() => edge.received.some((f) => f.frame.case === "inventoryRequest"), 10_000)).toBe(true);
+}
+
 async function welcomeOf(edge: GrpcEdge): Promise<Welcome> {
   let w: ConnectResponse | undefined;
   expect(await waitFor(() => Boolean((w = edge.received.find((f) => f.frame.case === "welcome"))), 10_000)).toBe(true);
@@ -60,17 +64,20 @@ const hello = (id: string, extra: Record<string, unknown>) => ({ frame: { case: 
 describe("hello by inventory digest", () => {
   const echoDigest = inventoryDigest([create(MetadataSchema, ECHO_TEXT_METADATA)]);
 
-  it("welcomes an edge naming a digest it does not hold without acknowledging it, and admits the edge when its inventory arrives", async () => {
+  it("asks an edge naming a digest it does not hold for its inventory, and welcomes and admits it when the inventory arrives", async () => {
     const e = await fakeEdge("dig-1");
     e.send(hello("dig-1", { inventoryDigest: echoDigest }));
-    const w = await welcomeOf(e);
-    expect(w.edgeId).toBe("dig-1");
-    expect(w.inventoryDigest).toBe("");
-    // Welcomed, not admitted: no session, so no call can reach an edge whose skills are unknown.
+    await inventoryRequested(e);
+    // Not welcomed, not admitted: no call can reach an edge whose skills are unknown.
     await new Promise((r) => setTimeout(r, 200));
+    expect(e.received.some((f) => f.frame.case === "welcome")).toBe(false);
     expect(m.hub.session("dig-1")).toBeUndefined();
     e.send({ frame: { case: "inventory", value: { skills: [ECHO_TEXT_METADATA] } } });
-    expect(await waitFor(() => Boolean(m.hub.session("dig-1")), 10_000)).toBe(true);
+    const w = await welcomeOf(e);
+    expect(w.edgeId).toBe("dig-1");
+    expect(w.inventoryDigest).toBe(echoDigest);
+    // Welcomed means admitted.
+    expect(m.hub.session("dig-1")).toBeDefined();
     expect(await echo("dig-1")).toBe("dig-1:hi");
   });
 
@@ -79,6 +86,7 @@ describe("hello by inventory digest", () => {
     e.send(hello("dig-2", { inventoryDigest: echoDigest }));
     const w = await welcomeOf(e);
     expect(w.inventoryDigest).toBe(echoDigest);
+    expect(e.received.some((f) => f.frame.case === "inventoryRequest")).toBe(false);
     expect(m.hub.session("dig-2")).toBeDefined();
     expect([...m.hub.session("dig-2")!.skills.keys()]).toEqual(["echo_text"]);
     expect(await echo("dig-2")).toBe("dig-2:hi");
@@ -99,15 +107,15 @@ describe("hello by inventory digest", () => {
     // Another edge naming the claimed digest is not given the liar's skills.
     const next = await fakeEdge("dig-3");
     next.send(hello("dig-3", { inventoryDigest: claimed }));
-    expect((await welcomeOf(next)).inventoryDigest).toBe("");
+    await inventoryRequested(next);
     await new Promise((r) => setTimeout(r, 200));
     expect(m.hub.session("dig-3")).toBeUndefined();
   });
 
-  it("refuses a defective inventory sent after such a welcome, naming the fault", async () => {
+  it("refuses a defective inventory sent on request, naming the fault", async () => {
     const e = await fakeEdge("dig-bad");
     e.send(hello("dig-bad", { inventoryDigest: "0".repeat(64) }));
-    expect((await welcomeOf(e)).inventoryDigest).toBe("");
+    await inventoryRequested(e);
     e.send({ frame: { case: "inventory", value: { skills: [ECHO_TEXT_METADATA, ECHO_TEXT_METADATA] } } });
     const st = await e.ended;
     expect(st.code).toBe(3); // INVALID_ARGUMENT
@@ -115,7 +123,7 @@ describe("hello by inventory digest", () => {
     expect(m.hub.session("dig-bad")).toBeUndefined();
   });
 
-  it("a real edge sends its inventory once: its second connection is acknowledged at welcome", async () => {
+  it("real edges: the first is asked for its inventory, the second (same digest, computed by the edge) is admitted at welcome", async () => {
     const first = await startEdge(m, "dig-real-1");
     const second = await startEdge(m, "dig-real-2");
     try {
@@ -123,7 +131,7 @@ describe("hello by inventory digest", () => {
       // The first sent its skills; the second's digest (computed by the edge) was the one the
       // manager computed over the first's skills, so it sent none. Both share the skills built once.
       expect(await waitFor(() => /"msg":"connected to the manager"/.test(first.output()) && /"msg":"connected to the manager"/.test(second.output()), 10_000)).toBe(true);
-      expect(first.output()).toMatch(/"inventory":"sent".*"msg":"connected to the manager"/);
+      expect(first.output()).toMatch(/"inventory":"sent on request".*"msg":"connected to the manager"/);
       expect(second.output()).toMatch(/"inventory":"known to the manager".*"msg":"connected to the manager"/);
       expect(m.hub.session("dig-real-2")!.skills).toBe(m.hub.session("dig-real-1")!.skills);
       const res = await skills.executeSkill({ key: "host_load", edgeId: "dig-real-2", input: { case: "params", value: {} } });

@@ -106,10 +106,11 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
     stop.abort(new Error(reason));
   }, WELCOME_TIMEOUT_MS);
 
-  // The hello names the skills by their digest; the manager, when it does not hold that
-  // inventory yet (or predates digests), does not acknowledge it and gets the skills next.
+  // The hello names the skills by their digest; a manager that does not hold that inventory
+  // asks for it before welcoming us, one that predates digests gets it right after welcome.
   const inventory = rt.registry.list().map((s) => metadataToProto(s));
   const digest = inventoryDigest(inventory);
+  let inventorySent = false;
   out.push({
     frame: {
       case: "hello",
@@ -217,11 +218,17 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
           clearTimeout(welcomeTimer);
           const every = Math.max(100, f.value.heartbeatIntervalMs || 5000);
           heartbeat = setInterval(() => onHeartbeatTimer(every), every);
+          // A manager that predates digests welcomes without one: it has not seen our skills yet.
           const known = f.value.inventoryDigest === digest;
-          rt.log.info({ manager_version: f.value.managerVersion, heartbeat_ms: every, inventory: known ? "known to the manager" : "sent" }, "connected to the manager");
-          if (skillsChangedEarly || !known) sendInventory();
+          rt.log.info({ manager_version: f.value.managerVersion, heartbeat_ms: every, inventory: inventorySent ? "sent on request" : known ? "known to the manager" : "sent after welcome" }, "connected to the manager");
+          if (skillsChangedEarly || (!known && !inventorySent)) sendInventory();
           break;
         }
+        case "inventoryRequest":
+          // The manager does not hold our inventory yet: it welcomes us once it has it.
+          inventorySent = true;
+          out.push({ frame: { case: "inventory", value: { skills: inventory } } });
+          break;
         case "execute":
           void execute(f.value).catch((err) => rt.log.error({ err: String(err) }, "execute failed"));
           break;

@@ -177,7 +177,7 @@ export function createHub(opts: HubOptions) {
     const tokenHash = row.tokenHash;
     let session: LiveSession | undefined;
     let helloSeen = false;
-    /** The hello of an edge welcomed without an acknowledged digest, until its inventory frame arrives. */
+    /** The hello of an edge asked for its inventory, until the inventory frame arrives. */
     let awaitingInventory: Hello | undefined;
     let inventoryTimer: NodeJS.Timeout | undefined;
     const helloTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no hello within ${helloTimeoutMs} ms` }), helloTimeoutMs);
@@ -186,7 +186,7 @@ export function createHub(opts: HubOptions) {
         const f = msg.frame;
         if (!session) {
           if (awaitingInventory) {
-            // Welcomed without an acknowledged digest: the edge's skills come next.
+            // Asked for its inventory: the edge's skills come next, then its welcome.
             if (f.case === "inventory") {
               const hello = awaitingInventory;
               awaitingInventory = undefined;
@@ -198,7 +198,7 @@ export function createHub(opts: HubOptions) {
                 call.end({ code: Code.InvalidArgument, message: `inventory refused: ${(err as Error).message}` });
                 return;
               }
-              session = admit(call, enrolledId, tokenHash, hello, inv, false);
+              session = admit(call, enrolledId, tokenHash, hello, inv);
             } else if (f.case === "hello") call.end({ code: Code.InvalidArgument, message: "hello may only be sent once" });
             return;
           }
@@ -216,8 +216,8 @@ export function createHub(opts: HubOptions) {
               if (s !== "inventory") session = s;
               else if (!call.closed) {
                 awaitingInventory = f.value;
-                inventoryTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no inventory within ${helloTimeoutMs} ms of a welcome that did not acknowledge the hello's inventory_digest` }), helloTimeoutMs);
-                call.send({ frame: { case: "welcome", value: welcomeFrame(enrolledId, "") } });
+                inventoryTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no inventory within ${helloTimeoutMs} ms of the inventory request` }), helloTimeoutMs);
+                call.send({ frame: { case: "inventoryRequest", value: {} } });
               }
             },
             (err) => {
@@ -297,8 +297,8 @@ export function createHub(opts: HubOptions) {
 
   /**
    * Checks a hello and admits the edge, or — when the hello names an inventory by a digest the
-   * manager does not hold — answers "inventory": the caller welcomes the edge without
-   * acknowledging the digest and admits it when its inventory frame arrives.
+   * manager does not hold — answers "inventory": the caller asks the edge for its inventory and
+   * admits it when the inventory frame arrives.
    */
   async function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello): Promise<LiveSession | "inventory" | undefined> {
     if (hello.edgeId !== enrolledId) {
@@ -328,15 +328,11 @@ export function createHub(opts: HubOptions) {
         return undefined;
       }
     }
-    return admit(call, enrolledId, tokenHash, hello, inv, true);
+    return admit(call, enrolledId, tokenHash, hello, inv);
   }
 
-  function welcomeFrame(edgeId: string, inventoryDigest: string) {
-    return { edgeId, managerVersion: opts.managerVersion, heartbeatIntervalMs: opts.heartbeatMs, inventoryDigest };
-  }
-
-  /** Makes the edge's session live (replacing an older one of the same edge) and records it online. */
-  function admit(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello, inv: Inventory, sendWelcome: boolean): LiveSession {
+  /** Makes the edge's session live (replacing an older one of the same edge), welcomes it and records it online. */
+  function admit(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello, inv: Inventory): LiveSession {
     opening.get(enrolledId)?.delete(call);
     const skills = inv.skills;
     const previous = sessions.get(enrolledId);
@@ -363,7 +359,9 @@ export function createHub(opts: HubOptions) {
     startWheel();
     sessions.set(enrolledId, session);
     countOffers(skills, 1);
-    if (sendWelcome) call.send({ frame: { case: "welcome", value: welcomeFrame(enrolledId, inv.digest) } });
+    call.send({
+      frame: { case: "welcome", value: { edgeId: enrolledId, managerVersion: opts.managerVersion, heartbeatIntervalMs: opts.heartbeatMs, inventoryDigest: inv.digest } },
+    });
     store
       .markOnline(enrolledId, {
         version: hello.version,

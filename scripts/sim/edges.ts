@@ -50,7 +50,7 @@ export interface SimOptions {
   inventory: "builtins" | "echo";
   /**
    * "digest" (the default, as the real edge does): hello names the inventory by its digest and
-   * the skills follow in an inventory frame when the manager's welcome does not acknowledge it;
+   * the skills follow in an inventory frame when the manager asks for them;
    * "full": hello carries the skills (as edges before digests did).
    */
   hello?: "digest" | "full";
@@ -167,8 +167,10 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
       "data",
       createDeframer((body) => {
         const f = fromBinary(ConnectResponseSchema, body).frame;
-        if (f.case === "welcome") {
-          if (f.value.inventoryDigest !== state.digest) send(stream, { frame: { case: "inventory", value: { skills: state.inventory } } });
+        if (f.case === "inventoryRequest") send(stream, { frame: { case: "inventory", value: { skills: state.inventory } } });
+        else if (f.case === "welcome") {
+          // A manager that predates digests welcomes without one, before it has the skills.
+          if (o.hello !== "full" && !f.value.inventoryDigest) send(stream, { frame: { case: "inventory", value: { skills: state.inventory } } });
           edge.welcomed = true;
           edge.attempt = 0;
           edge.everyMs = Math.max(100, f.value.heartbeatIntervalMs || 5000);

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/tunnel.proto.
  */
 export const file_ongrid_v1_tunnel: GenFile = /*@__PURE__*/
-  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEiwwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SAASLgoJaW52ZW50b3J5GAQgASgLMhkub25ncmlkLnYxLlNraWxsSW52ZW50b3J5SABCBwoFZnJhbWUiuAEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAQgcKBWZyYW1lIuMBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRIYChBpbnZlbnRvcnlfZGlnZXN0GAcgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiNQoOU2tpbGxJbnZlbnRvcnkSIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhImwKB1dlbGNvbWUSDwoHZWRnZV9pZBgBIAEoCRIXCg9tYW5hZ2VyX3ZlcnNpb24YAiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAMgASgNEhgKEGludmVudG9yeV9kaWdlc3QYBCABKAkikwEKB0V4ZWN1dGUSDwoHY2FsbF9pZBgBIAEoCRILCgNrZXkYAiABKAkSJwoGcGFyYW1zGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgp0aW1lb3V0X21zGAQgASgNEi0KCGFwcHJvdmFsGAUgASgLMhsub25ncmlkLnYxLkFwcHJvdmFsRXZpZGVuY2UingEKEEFwcHJvdmFsRXZpZGVuY2USEwoLYXBwcm92YWxfaWQYASABKAkSEQoJYXBwcm92ZXJzGAIgAygJEhAKCHNvcF9oYXNoGAMgASgJEi4KD2VmZmVjdGl2ZV9jbGFzcxgEIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbENsYXNzEhMKC3JlYXNvbl90eXBlGAUgASgJEgsKA21hYxgGIAEoDCJICg1FeGVjdXRlUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0IikKBkNhbmNlbBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIkCglIZWFydGJlYXQSFwoPc2VudF9hdF91bml4X21zGAEgASgDMlkKEUVkZ2VUdW5uZWxTZXJ2aWNlEkQKB0Nvbm5lY3QSGS5vbmdyaWQudjEuQ29ubmVjdFJlcXVlc3QaGi5vbmdyaWQudjEuQ29ubmVjdFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_google_protobuf_struct, file_ongrid_v1_skill]);
+  fileDesc("ChZvbmdyaWQvdjEvdHVubmVsLnByb3RvEglvbmdyaWQudjEiwwEKDkNvbm5lY3RSZXF1ZXN0EiEKBWhlbGxvGAEgASgLMhAub25ncmlkLnYxLkhlbGxvSAASKgoGcmVzdWx0GAIgASgLMhgub25ncmlkLnYxLkV4ZWN1dGVSZXN1bHRIABIpCgloZWFydGJlYXQYAyABKAsyFC5vbmdyaWQudjEuSGVhcnRiZWF0SAASLgoJaW52ZW50b3J5GAQgASgLMhkub25ncmlkLnYxLlNraWxsSW52ZW50b3J5SABCBwoFZnJhbWUi8gEKD0Nvbm5lY3RSZXNwb25zZRIlCgd3ZWxjb21lGAEgASgLMhIub25ncmlkLnYxLldlbGNvbWVIABIlCgdleGVjdXRlGAIgASgLMhIub25ncmlkLnYxLkV4ZWN1dGVIABIjCgZjYW5jZWwYAyABKAsyES5vbmdyaWQudjEuQ2FuY2VsSAASKQoJaGVhcnRiZWF0GAQgASgLMhQub25ncmlkLnYxLkhlYXJ0YmVhdEgAEjgKEWludmVudG9yeV9yZXF1ZXN0GAUgASgLMhsub25ncmlkLnYxLkludmVudG9yeVJlcXVlc3RIAEIHCgVmcmFtZSISChBJbnZlbnRvcnlSZXF1ZXN0IuMBCgVIZWxsbxIPCgdlZGdlX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSCgoCb3MYBCABKAkSLAoGbGFiZWxzGAUgAygLMhwub25ncmlkLnYxLkhlbGxvLkxhYmVsc0VudHJ5EiMKBnNraWxscxgGIAMoCzITLm9uZ3JpZC52MS5NZXRhZGF0YRIYChBpbnZlbnRvcnlfZGlnZXN0GAcgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiNQoOU2tpbGxJbnZlbnRvcnkSIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhImwKB1dlbGNvbWUSDwoHZWRnZV9pZBgBIAEoCRIXCg9tYW5hZ2VyX3ZlcnNpb24YAiABKAkSHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAMgASgNEhgKEGludmVudG9yeV9kaWdlc3QYBCABKAkikwEKB0V4ZWN1dGUSDwoHY2FsbF9pZBgBIAEoCRILCgNrZXkYAiABKAkSJwoGcGFyYW1zGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgp0aW1lb3V0X21zGAQgASgNEi0KCGFwcHJvdmFsGAUgASgLMhsub25ncmlkLnYxLkFwcHJvdmFsRXZpZGVuY2UingEKEEFwcHJvdmFsRXZpZGVuY2USEwoLYXBwcm92YWxfaWQYASABKAkSEQoJYXBwcm92ZXJzGAIgAygJEhAKCHNvcF9oYXNoGAMgASgJEi4KD2VmZmVjdGl2ZV9jbGFzcxgEIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbENsYXNzEhMKC3JlYXNvbl90eXBlGAUgASgJEgsKA21hYxgGIAEoDCJICg1FeGVjdXRlUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0IikKBkNhbmNlbBIPCgdjYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIkCglIZWFydGJlYXQSFwoPc2VudF9hdF91bml4X21zGAEgASgDMlkKEUVkZ2VUdW5uZWxTZXJ2aWNlEkQKB0Nvbm5lY3QSGS5vbmdyaWQudjEuQ29ubmVjdFJlcXVlc3QaGi5vbmdyaWQudjEuQ29ubmVjdFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_google_protobuf_struct, file_ongrid_v1_skill]);
 
 /**
  * ConnectRequest is one frame from the edge to the manager.
@@ -111,6 +111,15 @@ export type ConnectResponse = Message<"ongrid.v1.ConnectResponse"> & {
      */
     value: Heartbeat;
     case: "heartbeat";
+  } | {
+    /**
+     * Before welcome: the manager does not hold the inventory the hello named by digest; the
+     * edge answers with an inventory frame, and is welcomed (admitted) once it has arrived.
+     *
+     * @generated from field: ongrid.v1.InventoryRequest inventory_request = 5;
+     */
+    value: InventoryRequest;
+    case: "inventoryRequest";
   } | { case: undefined; value?: undefined };
 };
 
@@ -120,6 +129,21 @@ export type ConnectResponse = Message<"ongrid.v1.ConnectResponse"> & {
  */
 export const ConnectResponseSchema: GenMessage<ConnectResponse> = /*@__PURE__*/
   messageDesc(file_ongrid_v1_tunnel, 1);
+
+/**
+ * InventoryRequest asks an edge whose hello named its skills by digest to send them.
+ *
+ * @generated from message ongrid.v1.InventoryRequest
+ */
+export type InventoryRequest = Message<"ongrid.v1.InventoryRequest"> & {
+};
+
+/**
+ * Describes the message ongrid.v1.InventoryRequest.
+ * Use `create(InventoryRequestSchema)` to create a new message.
+ */
+export const InventoryRequestSchema: GenMessage<InventoryRequest> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_tunnel, 2);
 
 /**
  * Hello introduces the edge and advertises its capabilities.
@@ -165,8 +189,8 @@ export type Hello = Message<"ongrid.v1.Hello"> & {
   /**
    * Full metadata of every skill the edge offers (scope host). May be left empty when
    * inventory_digest is set: the manager then takes the inventory it already holds under that
-   * digest, or, when it holds none, welcomes the edge without acknowledging the digest, and the
-   * edge sends its skills in an inventory frame before the manager admits it.
+   * digest, or, when it holds none, answers inventory_request, and the edge sends its skills in
+   * an inventory frame before it is welcomed.
    *
    * @generated from field: repeated ongrid.v1.Metadata skills = 6;
    */
@@ -187,7 +211,7 @@ export type Hello = Message<"ongrid.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 2);
+  messageDesc(file_ongrid_v1_tunnel, 3);
 
 /**
  * SkillInventory is the full set of skills an edge offers now, sent after hello when it changes.
@@ -208,7 +232,7 @@ export type SkillInventory = Message<"ongrid.v1.SkillInventory"> & {
  * Use `create(SkillInventorySchema)` to create a new message.
  */
 export const SkillInventorySchema: GenMessage<SkillInventory> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 3);
+  messageDesc(file_ongrid_v1_tunnel, 4);
 
 /**
  * Welcome accepts an edge.
@@ -238,9 +262,9 @@ export type Welcome = Message<"ongrid.v1.Welcome"> & {
   heartbeatIntervalMs: number;
 
   /**
-   * The hello's inventory_digest when the manager holds that inventory (it computes digests
-   * itself, from inventories it was sent, and never takes an edge's word for one). Empty: the
-   * edge sends its skills in an inventory frame, and is admitted when they arrive.
+   * The digest of the inventory the edge was admitted with, as the manager computed it (it
+   * never takes an edge's word for one). A manager that predates digests leaves it empty: an
+   * edge whose hello carried only a digest then sends its skills in an inventory frame.
    *
    * @generated from field: string inventory_digest = 4;
    */
@@ -252,7 +276,7 @@ export type Welcome = Message<"ongrid.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 4);
+  messageDesc(file_ongrid_v1_tunnel, 5);
 
 /**
  * Execute asks the edge to run one skill.
@@ -302,7 +326,7 @@ export type Execute = Message<"ongrid.v1.Execute"> & {
  * Use `create(ExecuteSchema)` to create a new message.
  */
 export const ExecuteSchema: GenMessage<Execute> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 5);
+  messageDesc(file_ongrid_v1_tunnel, 6);
 
 /**
  * ApprovalEvidence is the proof of approval the manager attaches to a non-safe call.
@@ -359,7 +383,7 @@ export type ApprovalEvidence = Message<"ongrid.v1.ApprovalEvidence"> & {
  * Use `create(ApprovalEvidenceSchema)` to create a new message.
  */
 export const ApprovalEvidenceSchema: GenMessage<ApprovalEvidence> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 6);
+  messageDesc(file_ongrid_v1_tunnel, 7);
 
 /**
  * ExecuteResult carries the outcome of one call.
@@ -387,7 +411,7 @@ export type ExecuteResult = Message<"ongrid.v1.ExecuteResult"> & {
  * Use `create(ExecuteResultSchema)` to create a new message.
  */
 export const ExecuteResultSchema: GenMessage<ExecuteResult> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 7);
+  messageDesc(file_ongrid_v1_tunnel, 8);
 
 /**
  * Cancel stops a running call.
@@ -415,7 +439,7 @@ export type Cancel = Message<"ongrid.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 8);
+  messageDesc(file_ongrid_v1_tunnel, 9);
 
 /**
  * Heartbeat shows the sender is alive.
@@ -436,7 +460,7 @@ export type Heartbeat = Message<"ongrid.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_tunnel, 9);
+  messageDesc(file_ongrid_v1_tunnel, 10);
 
 /**
  * EdgeTunnelService is the one stream an edge dials out to the manager; the manager never
