@@ -5,18 +5,19 @@
  * manager computes digests itself and never takes an edge's word for one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create, toJson } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { MetadataSchema } from "../proto/gen/ongrid/v1/skill_pb.ts";
-import type { ConnectResponse, Welcome } from "../proto/gen/ongrid/v1/tunnel_pb.ts";
+import { ConnectRequestSchema, ConnectResponseSchema, type ConnectRequest, type ConnectResponse, type Welcome } from "../proto/gen/ongrid/v1/tunnel_pb.ts";
 import { inventoryDigest } from "../skill/proto.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { connectGrpcEdge, ECHO_TEXT_METADATA, type GrpcEdge } from "./support/grpc-edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
-import { startEdge, waitFor } from "./support/edge.ts";
+import { spawnEdge, startEdge, stopChild, waitFor } from "./support/edge.ts";
 
 let m: TestManager;
 let skills: ReturnType<typeof createClient<typeof SkillService>>;
@@ -112,6 +113,17 @@ describe("hello by inventory digest", () => {
     expect(m.hub.session("dig-3")).toBeUndefined();
   });
 
+  it("ends a stream half-closed before the inventory it was asked for, saying so", async () => {
+    const e = await fakeEdge("dig-quit");
+    e.send(hello("dig-quit", { inventoryDigest: "1".repeat(64) }));
+    await inventoryRequested(e);
+    e.close();
+    const st = await e.ended;
+    expect(st.code).toBe(3); // INVALID_ARGUMENT
+    expect(st.details).toBe("the stream ended before the inventory the manager asked for");
+    expect(m.hub.session("dig-quit")).toBeUndefined();
+  });
+
   it("refuses a defective inventory sent on request, naming the fault", async () => {
     const e = await fakeEdge("dig-bad");
     e.send(hello("dig-bad", { inventoryDigest: "0".repeat(64) }));
@@ -139,6 +151,50 @@ describe("hello by inventory digest", () => {
     } finally {
       await first.stop();
       await second.stop();
+    }
+  });
+
+  it("a real edge facing a manager that predates digests sends its skills right after the welcome", async () => {
+    // The old manager: a plain grpc-js server that welcomes whatever hello comes, without a digest.
+    const frames: ConnectRequest[] = [];
+    const server = new grpc.Server();
+    server.addService(
+      {
+        connect: {
+          path: "/ongrid.v1.EdgeTunnelService/Connect",
+          requestStream: true,
+          responseStream: true,
+          requestSerialize: (m: ConnectRequest) => Buffer.from(toBinary(ConnectRequestSchema, m)),
+          requestDeserialize: (b: Buffer) => fromBinary(ConnectRequestSchema, b),
+          responseSerialize: (m: MessageInitShape<typeof ConnectResponseSchema>) => Buffer.from(toBinary(ConnectResponseSchema, create(ConnectResponseSchema, m))),
+          responseDeserialize: (b: Buffer) => fromBinary(ConnectResponseSchema, b),
+        },
+      },
+      {
+        connect: (call: grpc.ServerDuplexStream<ConnectRequest, MessageInitShape<typeof ConnectResponseSchema>>) => {
+          call.on("data", (f: ConnectRequest) => {
+            frames.push(f);
+            if (f.frame.case === "hello") call.write({ frame: { case: "welcome", value: { edgeId: f.frame.value.edgeId, managerVersion: "old", heartbeatIntervalMs: 5000 } } });
+          });
+          call.on("error", () => undefined);
+        },
+      },
+    );
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const edge = spawnEdge(["--manager", `http://127.0.0.1:${port}`, "--token", "ogt_old-manager-test", "--id", "dig-old", "--log-level", "debug"]);
+    try {
+      expect(await waitFor(() => frames.some((f) => f.frame.case === "inventory"), 20_000), edge.output()).toBe(true);
+      const hello = frames.find((f) => f.frame.case === "hello")!.frame.value as { skills: unknown[]; inventoryDigest: string };
+      expect(hello.skills).toEqual([]);
+      expect(hello.inventoryDigest).toMatch(/^[0-9a-f]{64}$/);
+      const inv = frames.find((f) => f.frame.case === "inventory")!.frame.value as { skills: Array<{ key: string }> };
+      expect(inv.skills.map((k) => k.key)).toContain("host_load");
+      expect(inventoryDigest(inv.skills as never)).toBe(hello.inventoryDigest);
+      expect(frames.findIndex((f) => f.frame.case === "inventory")).toBeGreaterThan(frames.findIndex((f) => f.frame.case === "hello"));
+      expect(edge.output()).toMatch(/"inventory":"sent after welcome"/);
+    } finally {
+      await stopChild(edge.child);
+      server.forceShutdown();
     }
   });
 });

@@ -246,7 +246,12 @@ export function createHub(opts: HubOptions) {
           session.close({ code: Code.InvalidArgument, message: "hello may only be sent once" });
         }
       },
-      onEnd: () => (helloSeen ? undefined : { code: Code.InvalidArgument, message: "the stream ended before hello" }),
+      onEnd: () =>
+        !helloSeen
+          ? { code: Code.InvalidArgument, message: "the stream ended before hello" }
+          : awaitingInventory
+            ? { code: Code.InvalidArgument, message: "the stream ended before the inventory the manager asked for" }
+            : undefined,
       onClose(err) {
         clearTimeout(helloTimer);
         clearTimeout(inventoryTimer);
