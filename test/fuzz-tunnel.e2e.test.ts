@@ -20,6 +20,7 @@ import { OngridError } from "../skill/errors.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { connectGrpcEdge } from "./support/grpc-edge.ts";
 import { bearer } from "./support/auth.ts";
+import { grpcFrame } from "./support/grpc-frame.ts";
 
 const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 110_011);
@@ -104,14 +105,6 @@ function decodeGrpcMessage(s: string): string {
   }
 }
 
-/** Frames a message as gRPC: flag byte, 4-byte big-endian length, body. */
-function grpcFrame(body: Uint8Array, flags = 0, declared = body.length): Buffer {
-  const out = Buffer.alloc(5 + body.length);
-  out[0] = flags;
-  out.writeUInt32BE(declared, 1);
-  out.set(body, 5);
-  return out;
-}
 
 const frameOf = (init: MessageInitShape<typeof ConnectRequestSchema>) => create(ConnectRequestSchema, init);
 

@@ -15,6 +15,7 @@ import { listen, type Listener } from "./listen.ts";
 import { rpcAdapter } from "./rpc-adapter.ts";
 import { grpcUnaryHandlers } from "./grpc-unary.ts";
 import { streamContextValues } from "./undecoded-audit.ts";
+import { grpcFrame as frame } from "../../test/support/grpc-frame.ts";
 
 const kUser = createContextKey<string>("", { description: "test user" });
 const READ_MAX = 1024;
@@ -152,13 +153,6 @@ function rawCall(url: string, path: string, body: Buffer, headers: Record<string
   });
 }
 
-function frame(bytes: Uint8Array, flags = 0, length = bytes.length): Buffer {
-  const out = Buffer.alloc(5 + bytes.length);
-  out[0] = flags;
-  out.writeUInt32BE(length, 1);
-  out.set(bytes, 5);
-  return out;
-}
 
 const EXECUTE = "/ongrid.v1.SkillService/ExecuteSkill";
 const good = toBinary(ExecuteSkillRequestSchema, create(ExecuteSkillRequestSchema, { key: "echo", edgeId: "e1" }));
