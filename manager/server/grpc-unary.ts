@@ -18,6 +18,7 @@ import { Code, ConnectError, type ContextValues, type HandlerContext, type Inter
 import { createMethodSerializationLookup, createMethodUrl, invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { DescMethodUnary, DescService } from "@bufbuild/protobuf";
+import { grpcFrame } from "../tunnel/grpc-stream.ts";
 
 /** A stream handler that may decline a stream (false), leaving it to the next handler. */
 export type OptionalStreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
@@ -119,7 +120,7 @@ function unaryHandler(spec: UnarySpec, path: string, options: GrpcUnaryOptions):
             } catch (e) {
               return answer(undefined, ConnectError.from(e));
             }
-            answer(envelope(bytes), undefined);
+            answer(grpcFrame(bytes), undefined);
           },
           (e) => {
             // A call that failed once its deadline had passed failed because of it (as gRPC servers answer).
@@ -231,14 +232,6 @@ class UnaryContext implements HandlerContext {
       if (!controller.signal.aborted) controller.abort(reason);
     };
   }
-}
-
-function envelope(bytes: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + bytes.length);
-  out[0] = 0;
-  out.writeUInt32BE(bytes.length, 1);
-  out.set(bytes, 5);
-  return out;
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

@@ -38,6 +38,15 @@ export interface GrpcBidiHandlers<I extends DescMessage> {
   onClose(err?: Error): void;
 }
 
+/** Prefixes one serialised message with gRPC's 5-byte header: flags 0 (uncompressed), then its length, big-endian. */
+export function grpcFrame(body: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(5 + body.length);
+  frame[0] = 0;
+  frame.writeUInt32BE(body.length, 1);
+  frame.set(body, 5);
+  return frame;
+}
+
 /** Percent-encodes a grpc-message as the gRPC spec asks: only '%' and bytes outside printable ASCII. */
 export function encodeGrpcMessage(message: string): string {
   let out = "";
@@ -124,12 +133,7 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
         if (!stream.destroyed) stream.close(http2constants.NGHTTP2_ENHANCE_YOUR_CALM);
         return false;
       }
-      const body = toBinary(output, create(output, message));
-      const frame = Buffer.allocUnsafe(5 + body.length);
-      frame[0] = 0;
-      frame.writeUInt32BE(body.length, 1);
-      frame.set(body, 5);
-      stream.write(frame);
+      stream.write(grpcFrame(toBinary(output, create(output, message))));
       return true;
     },
     end(s) {

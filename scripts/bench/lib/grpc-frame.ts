@@ -1,13 +1,7 @@
 /** gRPC length-prefixed message framing (1 flag byte + 4-byte big-endian length), by hand. */
 
-/** Prefixes one serialised message with the 5-byte gRPC header (uncompressed). */
-export function frame(body: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + body.length);
-  out[0] = 0;
-  out.writeUInt32BE(body.length, 1);
-  out.set(body, 5);
-  return out;
-}
+/** Prefixes one serialised message with the 5-byte gRPC header (uncompressed): the manager's own framing. */
+export { grpcFrame as frame } from "../../../manager/tunnel/grpc-stream.ts";
 
 /** Splits a byte stream into message bodies; feed it every DATA chunk in order. */
 export function createDeframer(onMessage: (body: Buffer) => void): (chunk: Buffer) => void {
