@@ -26,7 +26,7 @@ import { createHookRoutes } from "./server/hooks.ts";
 import type { HttpRoute } from "./server/http-route.ts";
 import { createBaseTools } from "./tools/index.ts";
 import { toConnectError } from "./server/errors.ts";
-import { auditUndecodable, auditUndecoded, EXECUTE_PATH_AUDITED, markDecoded, requestContextValues, streamContextValues } from "./server/undecoded-audit.ts";
+import { auditUndecodable, auditUndecoded, markDecoded, requestContextValues, streamContextValues } from "./server/undecoded-audit.ts";
 import { grpcUnaryHandlers } from "./server/grpc-unary.ts";
 import { createIdentityStore, type IdentityStore } from "./identity/store.ts";
 import { createApprovalStore, type ApprovalStore } from "./approvals/store.ts";
@@ -239,9 +239,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     interceptors,
     readMaxBytes: config.server.max_request_bytes,
     contextValues: streamContextValues,
-    onUndecodable: (path, err, startedAt) => {
-      if (path === EXECUTE_PATH_AUDITED) auditUndecodable(core.audit, log, startedAt, err.code);
-    },
+    onUndecodable: (path, err, startedAt) => auditUndecodable(core.audit, log, path, startedAt, err.code),
     mapError: (err) => toConnectError(err, log),
   });
   let listener;

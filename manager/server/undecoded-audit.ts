@@ -43,7 +43,7 @@ export const markDecoded: Interceptor = (next) => async (req) => {
 };
 
 /** The path of the one RPC whose refusals before decoding are audited. */
-export const EXECUTE_PATH_AUDITED = "/ongrid.v1.SkillService/ExecuteSkill";
+const EXECUTE_PATH_AUDITED = "/ongrid.v1.SkillService/ExecuteSkill";
 
 const GRPC_CODE_NAMES: Record<string, string> = { "3": "invalid_argument", "8": "resource_exhausted", "12": "unimplemented", "16": "unauthenticated" };
 const EXPLANATIONS: Record<string, string> = {
@@ -73,8 +73,12 @@ function refusalText(code: string): string {
   return `${code}: ${EXPLANATIONS[code] ?? "the request was refused before it was decoded"}`;
 }
 
-/** Writes the audit row of an ExecuteSkill request refused before it was decoded, with its gRPC status code. */
-export function auditUndecodable(audit: AuditLog, log: Logger, startedAt: Date, grpcCode: number): void {
+/**
+ * For a call served off its stream (grpc-unary.ts) and refused before it was decoded: writes the
+ * audit row, with its gRPC status code, when the call is an ExecuteSkill (as auditUndecoded does).
+ */
+export function auditUndecodable(audit: AuditLog, log: Logger, path: string, startedAt: Date, grpcCode: number): void {
+  if (path !== EXECUTE_PATH_AUDITED) return;
   appendRefusal(audit, log, startedAt, refusalText(GRPC_CODE_NAMES[String(grpcCode)] ?? `grpc-status ${grpcCode}`));
 }
 
