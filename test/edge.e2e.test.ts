@@ -127,19 +127,9 @@ describe("host skills through the tunnel", () => {
 
 describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
   it("says hello, is welcomed, serves a call, and is refused a skill it does not offer", async () => {
-    const { connectGrpcEdge, ECHO_TEXT_METADATA } = await import("./support/grpc-edge.ts");
+    const { answerEchoText, connectGrpcEdge, ECHO_TEXT_METADATA } = await import("./support/grpc-edge.ts");
     const { token } = await m.edges.enroll("grpcjs-edge");
-    const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, e) => {
-      if (f.frame.case === "execute") {
-        const x = f.frame.value;
-        e.send({
-          frame: {
-            case: "result",
-            value: { callId: x.callId, result: { success: true, output: { kind: { case: "stringValue", value: `echo:${String(x.params?.text)}` } }, durationMs: 1 } },
-          },
-        });
-      }
-    });
+    const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, answerEchoText("echo")); // answers "echo:<text>"
     try {
       edge.send({
         frame: {
@@ -173,7 +163,7 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
   });
 
   it("a fan-out checks params against each edge's own definition of a key: edges whose echo_text takes another type get their own refusal", async () => {
-    const { connectGrpcEdge, ECHO_TEXT_METADATA } = await import("./support/grpc-edge.ts");
+    const { answerEchoText, connectGrpcEdge, ECHO_TEXT_METADATA } = await import("./support/grpc-edge.ts");
     // Same key, same metadata on s1 and s2 (one Skill object on the manager), an integer `text` on i1.
     const intText = { ...ECHO_TEXT_METADATA, params: { fields: [{ name: "text", type: 2, description: "a number this time", required: true }] } };
     const fleet: Array<{ id: string; meta: object }> = [
@@ -185,11 +175,7 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
     try {
       for (const { id, meta } of fleet) {
         const { token } = await m.edges.enroll(id);
-        const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, e) => {
-          if (f.frame.case !== "execute") return;
-          const x = f.frame.value;
-          e.send({ frame: { case: "result", value: { callId: x.callId, result: { success: true, output: { kind: { case: "stringValue", value: `${id}:${String(x.params?.text)}` } }, durationMs: 1 } } } });
-        });
+        const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, answerEchoText(id));
         edges.push(edge);
         edge.send({ frame: { case: "hello", value: { edgeId: id, version: "t", hostname: id, os: "linux/x64", labels: { shared: "yes" }, skills: [meta as never] } } });
       }

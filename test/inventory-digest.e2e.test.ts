@@ -15,7 +15,7 @@ import { MetadataSchema } from "../proto/gen/ongrid/v1/skill_pb.ts";
 import { ConnectRequestSchema, ConnectResponseSchema, type ConnectRequest, type ConnectResponse, type Welcome } from "../proto/gen/ongrid/v1/tunnel_pb.ts";
 import { inventoryDigest } from "../skill/proto.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
-import { connectGrpcEdge, ECHO_TEXT_METADATA, type GrpcEdge } from "./support/grpc-edge.ts";
+import { answerEchoText, connectGrpcEdge, ECHO_TEXT_METADATA, type GrpcEdge } from "./support/grpc-edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { spawnEdge, startEdge, stopChild, waitFor } from "./support/edge.ts";
 
@@ -35,11 +35,7 @@ afterAll(async () => {
 /** A hand-written edge (grpc-js) that answers echo_text calls with "<id>:<text>". */
 async function fakeEdge(id: string): Promise<GrpcEdge> {
   const { token } = await m.edges.enroll(id);
-  const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, (f, e) => {
-    if (f.frame.case !== "execute") return;
-    const x = f.frame.value;
-    e.send({ frame: { case: "result", value: { callId: x.callId, result: { success: true, output: { kind: { case: "stringValue", value: `${id}:${String(x.params?.text)}` } }, durationMs: 1 } } } });
-  });
+  const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, answerEchoText(id));
   open.push(edge);
   return edge;
 }

@@ -146,6 +146,7 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
     };
     const stream = session.request({ ":method": "POST", ":path": TUNNEL_PATH, "content-type": "application/grpc+proto", te: "trailers", authorization: `Bearer ${edge.token}` });
     edge.stream = stream;
+    const sendInventory = () => send(stream, { frame: { case: "inventory", value: { skills: state.inventory } } });
     const onStatus = (h: http2.IncomingHttpHeaders) => {
       if (h["grpc-status"] !== undefined) status = `grpc-status ${h["grpc-status"]}: ${decodeURIComponent(String(h["grpc-message"] ?? ""))}`;
     };
@@ -167,10 +168,10 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
       "data",
       createDeframer((body) => {
         const f = fromBinary(ConnectResponseSchema, body).frame;
-        if (f.case === "inventoryRequest") send(stream, { frame: { case: "inventory", value: { skills: state.inventory } } });
+        if (f.case === "inventoryRequest") sendInventory();
         else if (f.case === "welcome") {
           // A manager that predates digests welcomes without one, before it has the skills.
-          if (o.hello !== "full" && !f.value.inventoryDigest) send(stream, { frame: { case: "inventory", value: { skills: state.inventory } } });
+          if (o.hello !== "full" && !f.value.inventoryDigest) sendInventory();
           edge.welcomed = true;
           edge.attempt = 0;
           edge.everyMs = Math.max(100, f.value.heartbeatIntervalMs || 5000);

@@ -26,6 +26,15 @@ export interface GrpcEdge {
   close(): void;
 }
 
+/** An `onFrame` that answers every execute frame with success and the output "<id>:<params.text>". */
+export function answerEchoText(id: string): (f: ConnectResponse, edge: GrpcEdge) => void {
+  return (f, e) => {
+    if (f.frame.case !== "execute") return;
+    const x = f.frame.value;
+    e.send({ frame: { case: "result", value: { callId: x.callId, result: { success: true, output: { kind: { case: "stringValue", value: `${id}:${String(x.params?.text)}` } }, durationMs: 1 } } } });
+  };
+}
+
 /** Opens EdgeTunnelService.Connect with grpc-js; `onFrame` may answer frames. */
 export function connectGrpcEdge(address: string, token: string, onFrame?: (f: ConnectResponse, edge: GrpcEdge) => void): GrpcEdge {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
