@@ -119,7 +119,7 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     maxFrameBytes: config.tunnel.max_frame_bytes,
     outputCapBytes: config.skills.output_cap_bytes,
   });
-  const identity = createIdentityStore(database);
+  const identity = createIdentityStore(database, { tokenCacheMs: parseDuration(config.server.token_cache) });
   const approvals = createApprovalStore(database);
   const credentials = createCredentialStore(database, loadCredentialKey(config.credentials));
   const metrics = createManagerMetrics({

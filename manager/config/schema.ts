@@ -18,6 +18,7 @@ export const CONFIG_SCHEMA = {
         console_dir: { type: "string", default: "", description: "Directory of the built web console (index.html + assets/); empty serves dist/console, which `npm run build:web` and `npm start` build.", env: "ONGRID_CONSOLE_DIR" },
         auth_failures_per_minute: { type: "integer", minimum: 1, maximum: 100000, default: 20, description: "Failed authentications from one peer address within server.auth_failure_window after which every request from that address (even with a valid token) is refused with RESOURCE_EXHAUSTED until the window passes.", env: "ONGRID_AUTH_FAILURES_PER_MINUTE" },
         auth_failure_window: { type: "string", default: "1m", description: "Sliding window over which server.auth_failures_per_minute counts failed authentications per address.", env: "ONGRID_AUTH_FAILURE_WINDOW", format: "duration" },
+        token_cache: { type: "string", default: "1s", description: "How long the lookup of an API token (its row and its user) is reused before the database is asked again; every check (revoked, expired, user disabled) still runs on each request against it. Revocations and user changes made through this manager apply at once; made through another manager sharing the database, within this time. 0s looks the token up on every request.", env: "ONGRID_TOKEN_CACHE", format: "duration" },
       },
     },
     tunnel: {
@@ -164,7 +165,7 @@ export const CONFIG_SCHEMA = {
 
 /** The validated configuration. */
 export interface ManagerConfig {
-  server: { host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string };
+  server: { host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string; token_cache: string };
   tunnel: { heartbeat_interval: string; max_frame_bytes: number };
   data_dir: string;
   database_url: string;

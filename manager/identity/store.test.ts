@@ -233,6 +233,65 @@ describeBothBackends("identity store", (backend) => {
     expect(await ids.getUser("alice")).toMatchObject({ role: "approver", reach: "", disabledAt: null });
   });
 
+  test("token cache: a revoke, a role change and disabling the user through this store apply at the next request; expiry is checked on every request", async () => {
+    const ids = createIdentityStore(await backend.open(), { tokenCacheMs: 3_600_000 });
+    await ids.createUser("alice", "viewer");
+    const t = await ids.createToken("alice", { ttlMs: 600_000 });
+    expect((await ids.authenticate(t.token)).caller.role).toBe("viewer");
+
+    await ids.updateUser("alice", { role: "operator", reach: "env=prod" });
+    expect((await ids.authenticate(t.token)).caller).toMatchObject({ role: "operator", reach: ["env=prod"] });
+    await ids.updateUser("alice", { disabled: true });
+    expect((await rejection(ids.authenticate(t.token))).message).toBe('user "alice" is disabled');
+    await ids.updateUser("alice", { disabled: false });
+    expect((await ids.authenticate(t.token)).caller.userId).toBe("alice");
+
+    // The kept row still carries the expiry: a request past it is refused.
+    const e = await rejection(ids.authenticate(t.token, new Date(t.info.expiresAt!.getTime())));
+    expect(e.message).toBe(`API token ${t.info.id} expired at ${t.info.expiresAt!.toISOString()}`);
+
+    const revoked = await ids.revokeToken(t.info.id);
+    expect((await rejection(ids.authenticate(t.token))).message).toBe(`API token ${t.info.id} was revoked at ${revoked.revokedAt!.toISOString()}`);
+  });
+
+  test("token cache: a revoke made through another store (another manager) applies once the cache time has passed, and at once without a cache", async () => {
+    const store = await backend.fresh();
+    const one = await store.open();
+    const two = backend.kind === "postgres" ? await store.open() : one;
+    const admin = createIdentityStore(two);
+    await admin.createUser("alice", "operator");
+    const t = await admin.createToken("alice");
+    let now = 0;
+    const cached = createIdentityStore(one, { tokenCacheMs: 1_000, clock: () => now });
+    const uncached = createIdentityStore(one, { tokenCacheMs: 0 });
+    expect((await cached.authenticate(t.token)).caller.userId).toBe("alice");
+    expect((await uncached.authenticate(t.token)).caller.userId).toBe("alice");
+
+    await admin.revokeToken(t.info.id);
+    expect((await rejection(uncached.authenticate(t.token))).message).toMatch(/was revoked at/);
+    // Within the cache time the other store still answers from its lookup (the documented lag)…
+    now = 999;
+    expect((await cached.authenticate(t.token)).caller.userId).toBe("alice");
+    // …and once it has passed, it asks the database again.
+    now = 1_000;
+    expect((await rejection(cached.authenticate(t.token))).message).toMatch(/was revoked at/);
+  });
+
+  test("token cache: a token unknown when first asked is found once issued (refusals are not kept); concurrent requests each get their own caller", async () => {
+    const store = await backend.fresh();
+    const ids = createIdentityStore(await store.open(), { tokenCacheMs: 3_600_000 });
+    await ids.createUser("alice", "operator");
+    // A token issued elsewhere (another manager) between two requests that carry it.
+    const token = `ogu_${"a".repeat(12)}_${"Q".repeat(43)}`;
+    expect((await rejection(ids.authenticate(token))).message).toBe(`unknown API token (id ${"a".repeat(12)})`);
+    await store.query("insert into api_tokens (id, user_id, token_hash, created_at) values ($1, $2, $3, now())", ["a".repeat(12), "alice", createHash("sha256").update(token).digest("hex")]);
+    expect((await ids.authenticate(token)).caller.tokenId).toBe("a".repeat(12));
+
+    const all = await Promise.all(Array.from({ length: 20 }, () => ids.authenticate(token)));
+    for (const who of all) expect(who.caller).toEqual(all[0]!.caller);
+    expect(new Set(all.map((w) => w.caller)).size).toBe(20);
+  });
+
   test("bootstrap creates admin only on an empty users table, with a token that authenticates as admin", async () => {
     const ids = createIdentityStore(await backend.open());
     const first = await ids.bootstrap();

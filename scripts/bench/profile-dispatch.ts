@@ -10,7 +10,8 @@
  * DB a PostgreSQL URL (default: PGlite in a temporary directory), PROF where to write the
  * .cpuprofile (default: no profile). MODE=rpc drives the same calls as ExecuteSkill RPCs from the
  * benchmark's load generator in another process (bench:fleet's "ExecuteSkill RPC throughput"),
- * the manager still profiled in this process. Prints calls per second.
+ * the manager still profiled in this process; TOKEN_CACHE sets server.token_cache (e.g. 0s). Prints
+ * calls per second.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,7 +31,7 @@ const CONCURRENCY = Number(process.env.CONCURRENCY ?? 256);
 const MS = Number(process.env.SECONDS ?? 8) * 1000;
 const dataDir = mkdtempSync(join(tmpdir(), "dispatchprof-"));
 const m = await startManager(
-  loadConfig({ env: {}, overrides: { "server.port": 0, data_dir: dataDir, log_level: "warn", "skills.max_calls_per_user": Math.max(256, CONCURRENCY), ...(process.env.DB ? { database_url: process.env.DB } : {}) } }),
+  loadConfig({ env: {}, overrides: { "server.port": 0, data_dir: dataDir, log_level: "warn", "skills.max_calls_per_user": Math.max(256, CONCURRENCY), ...(process.env.DB ? { database_url: process.env.DB } : {}), ...(process.env.TOKEN_CACHE ? { "server.token_cache": process.env.TOKEN_CACHE } : {}) } }),
 );
 const edges: Array<{ id: string; token: string }> = [];
 for (let i = 0; i < EDGES; i++) edges.push({ id: `dp-${i}`, token: (await m.edges.enroll(`dp-${i}`)).token });

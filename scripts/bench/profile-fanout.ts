@@ -7,7 +7,7 @@
  *
  * N edges (default 3000), RUNS timed fan-outs after one warm-up (default 8), DB a PostgreSQL URL
  * (default: PGlite in a temporary directory), PROF where to write the .cpuprofile (default: no
- * profile). Prints the fan-out times and their median.
+ * profile). Prints the fan-out times, their median and the CPU each process used per edge call.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +18,7 @@ import { startFleet } from "../sim/fleet.ts";
 import { fanOut } from "../../manager/dispatch/fan-out.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { profiled } from "./lib/profile.ts";
+import { cpuMeter, pidsNamed } from "./lib/proc.ts";
 
 const N = Number(process.env.N ?? 3000);
 const RUNS = Number(process.env.RUNS ?? 8);
@@ -39,10 +40,13 @@ async function once(): Promise<number> {
 }
 await once();
 const times: number[] = [];
+const cpu = cpuMeter({ "simulated edges": () => fleet.workers.map((w) => w.pid), postgresql: () => pidsNamed("postgres") });
 await profiled(process.env.PROF, async () => {
   for (let i = 0; i < RUNS; i++) times.push(await once());
 });
+const used = cpu();
 times.sort((a, b) => a - b);
+console.log(`CPU µs per edge call: ${Object.entries(used).map(([k, v]) => `${k === "bench process" ? "manager (this process)" : k} ${((v * 1000) / (N * RUNS)).toFixed(1)}`).join(", ")}`);
 console.log("fan-out ms", times.map((t) => t.toFixed(0)).join(" "), "p50", times[Math.floor(times.length / 2)]!.toFixed(0));
 await fleet.close();
 await m.close();
