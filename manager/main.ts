@@ -117,6 +117,7 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     managerVersion: MANAGER_VERSION,
     heartbeatMs: parseDuration(config.tunnel.heartbeat_interval),
     maxFrameBytes: config.tunnel.max_frame_bytes,
+    helloTimeoutMs: parseDuration(config.tunnel.hello_timeout),
     outputCapBytes: config.skills.output_cap_bytes,
   });
   const identity = createIdentityStore(database, { tokenCacheMs: parseDuration(config.server.token_cache) });

@@ -194,3 +194,36 @@ describe("hello by inventory digest", () => {
     }
   });
 });
+
+describe("tunnel.hello_timeout", () => {
+  let short: TestManager;
+  beforeAll(async () => {
+    short = await bootManager({ "tunnel.hello_timeout": "300ms" });
+  });
+  afterAll(async () => {
+    await short?.stop();
+  });
+
+  it("ends a tunnel that sends no hello within it, INVALID_ARGUMENT naming the time", async () => {
+    const { token } = await short.edges.enroll("mute-1");
+    const e = connectGrpcEdge(`127.0.0.1:${short.port}`, token);
+    open.push(e);
+    const end = await e.ended;
+    expect(end.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(end.details).toBe("no hello within 300ms");
+    expect(short.hub.session("mute-1")).toBeUndefined();
+  });
+
+  it("ends a tunnel asked for its inventory that does not send it within it; the edge is never admitted", async () => {
+    const { token } = await short.edges.enroll("mute-2");
+    const e = connectGrpcEdge(`127.0.0.1:${short.port}`, token);
+    open.push(e);
+    e.send(hello("mute-2", { inventoryDigest: "f".repeat(64) }));
+    const end = await e.ended;
+    expect(e.received.map((f) => f.frame.case)).toEqual(["inventoryRequest"]);
+    expect(end.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(end.details).toBe("no inventory within 300ms of the inventory request");
+    expect(short.hub.session("mute-2")).toBeUndefined();
+    expect((await short.edges.get("mute-2"))?.online ?? false).toBe(false);
+  });
+});

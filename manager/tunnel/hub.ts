@@ -13,6 +13,7 @@ import { redact } from "../../skill/redact.ts";
 import { truncateOutput } from "../../skill/truncate.ts";
 import type { ResultEnvelope, Skill, SkillClass } from "../../skill/types.ts";
 import { classToProto, inventoryDigest } from "../../skill/proto.ts";
+import { formatDuration } from "../../skill/duration.ts";
 import { evidenceMac } from "../../skill/evidence.ts";
 import { ConnectRequestSchema, ConnectResponseSchema, type Hello } from "../../proto/gen/ongrid/v1/tunnel_pb.ts";
 import { MetadataSchema, type Metadata, type SkillResult } from "../../proto/gen/ongrid/v1/skill_pb.ts";
@@ -68,7 +69,7 @@ export interface HubOptions {
   maxFrameBytes: number;
   /** Output cap applied again to what edges return. */
   outputCapBytes: number;
-  /** How long an edge has to send hello. */
+  /** How long an edge has to send hello, and its inventory when asked for it (tunnel.hello_timeout; default 10 s). */
   helloTimeoutMs?: number;
 }
 
@@ -180,7 +181,7 @@ export function createHub(opts: HubOptions) {
     /** The hello of an edge asked for its inventory, until the inventory frame arrives. */
     let awaitingInventory: Hello | undefined;
     let inventoryTimer: NodeJS.Timeout | undefined;
-    const helloTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no hello within ${helloTimeoutMs} ms` }), helloTimeoutMs);
+    const helloTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no hello within ${formatDuration(helloTimeoutMs)}` }), helloTimeoutMs);
     const call = acceptBidi(stream, headers, ConnectRequestSchema, ConnectResponseSchema, opts.maxFrameBytes, {
       onMessage(msg) {
         const f = msg.frame;
@@ -216,7 +217,7 @@ export function createHub(opts: HubOptions) {
               if (s !== "inventory") session = s;
               else if (!call.closed) {
                 awaitingInventory = f.value;
-                inventoryTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no inventory within ${helloTimeoutMs} ms of the inventory request` }), helloTimeoutMs);
+                inventoryTimer = setTimeout(() => call.end({ code: Code.InvalidArgument, message: `no inventory within ${formatDuration(helloTimeoutMs)} of the inventory request` }), helloTimeoutMs);
                 call.send({ frame: { case: "inventoryRequest", value: {} } });
               }
             },
