@@ -150,7 +150,7 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     router,
     sessions: createSessionStore(database),
     model,
-    limits: { maxSteps: config.agent.max_steps, maxDurationMs: parseDuration(config.agent.max_duration) },
+    limits: { maxSteps: config.agent.max_steps, maxDurationMs: parseDuration(config.agent.max_duration), toolList: config.agent.tool_list },
     log,
   });
   // The base tools (fleet, knowledge, observability, agent helpers) are manager skills like any other.

@@ -12,7 +12,7 @@ import { mkdirSync } from "node:fs";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
-import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
+import { offeredTools, startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
 import { runOngrid } from "./support/cli.ts";
 import { refusal } from "./support/rejection.ts";
 
@@ -115,7 +115,7 @@ describe("a session with a model", () => {
 
     // The model saw the tail_file output; the tools it was offered follow the gate (NORMAL: no restart_service).
     const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
-    const offered = exec[0].body.tools.map((t: any) => t.function.name);
+    const offered = offeredTools(exec[0].body).all;
     expect(offered).toEqual(expect.arrayContaining(["host_load", "tail_file", "read_skill"]));
     expect(offered).not.toContain("restart_service");
     expect(JSON.stringify(exec[1].body.messages)).toContain("worker 3 ran out of memory");
@@ -183,6 +183,49 @@ describe("a session with a model", () => {
     // Replans are the agent's own: no audit row.
     await m.audit.flush();
     expect((await m.audit.list({ sessionId: events[0].data.sessionId })).map((r) => r.toolName)).toEqual(["read_skill"]);
+  });
+
+  it("agent.tool_list on_demand (the default): full definitions for the tools the plan names, a catalogue of the rest in load_tools; loaded tools join the list", async () => {
+    use(script({
+      plan: { json: { selected_skill: "host_resource_diagnosis", selection_reason: "cpu and logs", plan: ["check host_load", "read the app log"] } },
+      turns: [
+        { toolCalls: [{ name: "load_tools", arguments: { names: ["tail_file", "restart_service", "no_such_tool"] } }] },
+        { toolCalls: [{ name: "load_tools", arguments: { names: ["restart_service"] } }, { name: "load_tools", arguments: { names: "tail_file" } }] },
+        { toolCalls: [{ name: "tail_file", arguments: { edge_id: "agent-edge", path: logFile, lines: 5 } }] },
+        { content: "# Report\n\nWorker 3 ran out of memory [2]." },
+      ],
+    }));
+    const before = model.requests.length;
+    const events = await diagnose(await makeUser(m, "ona", "operator"), "host is slow");
+    expect(events.at(-1)!.data.status).toBe("done");
+    const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
+    expect(exec).toHaveLength(4);
+    const first = offeredTools(exec[0].body);
+    // The plan names host_load: in full from the first turn; everything else the session may use is catalogued.
+    expect(first.full).toEqual(["host_load"]);
+    expect(first.catalogued).toEqual(expect.arrayContaining(["tail_file", "read_journal", "host_processes", "read_skill"]));
+    expect(first.catalogued).not.toContain("host_load");
+    expect(first.all).not.toContain("restart_service"); // NORMAL: never shown, catalogue included
+    const load = exec[0].body.tools.find((t: any) => t.function.name === "load_tools").function;
+    expect(load.description).toMatch(/\n- tail_file: [^\n]+\[safe, host\]/);
+    expect(String(exec[0].body.messages[0].content)).toContain("load the ones you will call");
+
+    // The load answers by name: loaded, and refused what the session may not use.
+    const fed = (i: number) => exec[i].body.messages.filter((x: any) => x.role === "tool").map((x: any) => JSON.parse(x.content));
+    expect(fed(1).at(-1)).toEqual({ success: true, output: { loaded: ["tail_file"], already_loaded: [], not_offered: ["restart_service", "no_such_tool"] } });
+    const second = offeredTools(exec[1].body);
+    expect(second.full.sort()).toEqual(["host_load", "tail_file"]);
+    expect(second.catalogued).not.toContain("tail_file");
+    // Only names the session may use load; a names list that is not one is refused naming the rule.
+    expect(fed(2).slice(-2)).toEqual([
+      { success: false, error: { code: "not_offered", message: "not tools of this session: restart_service; load names from load_tools's list" } },
+      { success: false, error: { code: "invalid_argument", message: "names: 1 to 10 tool names from load_tools's list (rule: load_tools)" } },
+    ]);
+    expect(offeredTools(exec[2].body).all).not.toContain("restart_service");
+    expect(JSON.stringify(fed(3).at(-1))).toContain("worker 3 ran out of memory");
+    // Loading is the agent's own: only the skill calls are audited.
+    await m.audit.flush();
+    expect((await m.audit.list({ sessionId: events[0].data.sessionId })).map((r) => r.toolName)).toEqual(["read_skill", "tail_file"]);
   });
 
   it("keeps the router's playbook (what the gate enforces) when the planner prefers another, and says so", async () => {

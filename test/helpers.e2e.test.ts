@@ -18,7 +18,7 @@ import { startEdge, waitFor } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { lastAuditRow } from "./support/audit.ts";
 import { rejection } from "./support/rejection.ts";
-import { startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
+import { offeredTools, startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
 import { AuditedError, type Caller, type ExecuteInput } from "../manager/dispatch/dispatch.ts";
 import { tasksOf } from "../manager/agent/tasks.ts";
 import pino from "pino";
@@ -355,7 +355,7 @@ describe("agent_tool and the playbook whitelist (F3)", () => {
       if (schema === "diagnosis_plan") return { json: { selected_skill: route, selection_reason: "a failing unit", plan: ["check the unit"] } };
       if (schema === "verdict") return { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
       if (!Array.isArray(body.tools)) return { content: "summary" };
-      offered.push(body.tools.map((t: any) => t.function.name));
+      offered.push(offeredTools(body).all);
       const call = calls[turn++];
       return call ? { toolCalls: [call] } : { content: "# Report\n\nnginx.service failed." };
     };

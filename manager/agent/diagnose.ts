@@ -23,7 +23,7 @@ import { metered, type ModelClient, type ModelUsage } from "./llm.ts";
 import { runModelPath } from "./model-path.ts";
 import type { RouteDecision, Router } from "./router.ts";
 import type { SessionStore } from "./session-store.ts";
-import { bridgeTools } from "./tools.ts";
+import { bridgeTools, type ToolListMode } from "./tools.ts";
 
 /** One event of a session, in order. */
 export type AgentEvent =
@@ -41,6 +41,8 @@ export type AgentEvent =
 export interface AgentLimits {
   maxSteps: number;
   maxDurationMs: number;
+  /** How the executor lists its tools (agent.tool_list); default full. */
+  toolList?: ToolListMode;
 }
 
 /** What the agent needs. */

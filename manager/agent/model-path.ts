@@ -12,7 +12,7 @@ import type { AgentEvent, AgentLimits } from "./diagnose.ts";
 import { toolResultEvent } from "./diagnose.ts";
 import { evidenceText, type createEvidence } from "./evidence.ts";
 import { ModelError, type ChatMessage, type ModelClient } from "./llm.ts";
-import type { BridgedTool } from "./tools.ts";
+import { executorTools, LOAD_TOOLS, MAX_LOAD, toolsNamedIn, type BridgedTool, type FunctionTool } from "./tools.ts";
 
 /** The planner's structured answer. */
 export const PLAN_SCHEMA = {
@@ -77,6 +77,35 @@ const UPDATE_PLAN_TOOL = {
   },
 };
 
+/**
+ * A load_tools call: the named offered tools join `loaded`. Names outside the session's tools are
+ * refused by name (the rest still load); a call without a names list is refused naming the rule.
+ */
+export function loadTools(argumentsJson: string, offered: ReadonlyMap<string, BridgedTool>, loaded: Set<string>): { success: boolean; output?: unknown; error?: { code: string; message: string } } {
+  let names: unknown;
+  try {
+    names = (JSON.parse(argumentsJson) as { names?: unknown })?.names;
+  } catch {
+    // Refused below.
+  }
+  if (!Array.isArray(names) || names.length === 0 || names.length > MAX_LOAD || !names.every((n) => typeof n === "string")) {
+    return { success: false, error: { code: "invalid_argument", message: `names: 1 to ${MAX_LOAD} tool names from ${LOAD_TOOLS}'s list (rule: ${LOAD_TOOLS})` } };
+  }
+  const out = { loaded: [] as string[], already_loaded: [] as string[], not_offered: [] as string[] };
+  for (const n of new Set(names as string[])) {
+    if (!offered.has(n)) out.not_offered.push(n.slice(0, 64));
+    else if (loaded.has(n)) out.already_loaded.push(n);
+    else {
+      loaded.add(n);
+      out.loaded.push(n);
+    }
+  }
+  if (!out.loaded.length && !out.already_loaded.length) {
+    return { success: false, error: { code: "not_offered", message: `not tools of this session: ${out.not_offered.join(", ")}; load names from ${LOAD_TOOLS}'s list` } };
+  }
+  return { success: true, output: out };
+}
+
 const failure = (err: unknown) => (err instanceof ModelError ? err.failure : err instanceof Error ? err.message : String(err));
 
 /** Runs planner, executor and verifier, yielding the session's events. */
@@ -106,9 +135,13 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
   }
 
   // Executor: reads the playbook first (a real, audited read_skill call), then calls offered tools.
-  // update_plan is the agent's own (not a skill): revising the remaining plan, bounded.
-  const tools = [...o.offered.values()].map((t) => t.tool);
-  if (!o.offered.has(UPDATE_PLAN)) tools.push(UPDATE_PLAN_TOOL);
+  // update_plan is the agent's own (not a skill): revising the remaining plan, bounded. With
+  // agent.tool_list on_demand the tools come as a catalogue in load_tools (also the agent's own),
+  // and a tool's full definition joins the list once loaded (or named by the plan); a catalogued
+  // tool called without loading runs all the same: the gate, not the list, decides.
+  const onDemand = (o.limits.toolList ?? "full") === "on_demand" && !o.offered.has(LOAD_TOOLS);
+  const loaded = onDemand ? toolsNamedIn(steps.join("\n"), o.offered) : new Set<string>();
+  const toolsNow = (): FunctionTool[] => [...executorTools(o.offered, onDemand ? "on_demand" : "full", loaded), ...(o.offered.has(UPDATE_PLAN) ? [] : [UPDATE_PLAN_TOOL])];
   let replans = 0;
   const messages: ChatMessage[] = [
     {
@@ -117,6 +150,7 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
         "You are the executor of an SRE diagnosis agent. Collect evidence with the tools, then write the report.",
         `Playbook: ${playbook.name}. Follow its recommended tool order and stop conditions.`,
         o.edgeId ? `Host tools run on edge_id "${o.edgeId}" unless the incident names another edge.` : "No edge is selected: use manager tools, or host tools on an edge the tool lists.",
+        ...(onDemand ? [`Tools not loaded yet are listed in ${LOAD_TOOLS}: load the ones you will call (several at once), then call them with the parameters their definitions give.`] : []),
         `At most ${o.limits.maxSteps} tool calls. Never invent output: cite only what a tool returned, by step number [n]. If a tool fails, say so. Long outputs reach you condensed.`,
         "When done, answer without tool calls with the report in Markdown: Summary, Evidence (with [n]), Root cause and confidence, Next actions, Not checked.",
         `Plan:\n${steps.map((s, i) => `${i + 1}. ${s}`).join("\n")}`,
@@ -141,7 +175,7 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     }
     let res;
     try {
-      res = await o.model.chat({ messages, tools, toolChoice: "auto", signal: o.signal });
+      res = await o.model.chat({ messages, tools: toolsNow(), toolChoice: "auto", signal: o.signal });
     } catch (err) {
       stopped = Date.now() >= o.deadline ? "the time bound (agent.max_duration) was reached" : `the model failed (${failure(err)})`;
       break;
@@ -154,6 +188,10 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     for (const tc of res.toolCalls) {
       if (calls >= o.limits.maxSteps) {
         messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify({ success: false, error: { code: "step_limit", message: `the session's ${o.limits.maxSteps} tool calls are used up; write the report now` } }) });
+        continue;
+      }
+      if (onDemand && tc.name === LOAD_TOOLS) {
+        messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify(loadTools(tc.arguments, o.offered, loaded)) });
         continue;
       }
       if (tc.name === UPDATE_PLAN && !o.offered.has(UPDATE_PLAN)) {

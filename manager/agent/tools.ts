@@ -69,3 +69,59 @@ export function bridgeTools(deps: { registry: SkillRegistry; hub: Hub; dispatche
   }
   return out;
 }
+
+/** How the executor shows its tools (agent.tool_list). */
+export type ToolListMode = "full" | "on_demand";
+
+/** The executor's function for loading tool definitions on demand (agent.tool_list on_demand; not a skill, not audited). */
+export const LOAD_TOOLS = "load_tools";
+/** Most tools one load_tools call loads. */
+export const MAX_LOAD = 10;
+const CATALOGUE_DESCRIPTION_CHARS = 100;
+
+/** A tool's catalogue line: its name, the first sentence of its description (at most 100 characters), class and scope. */
+export function catalogueLine(t: BridgedTool): string {
+  const m = t.skill.meta;
+  const first = /^[\s\S]*?[.!?](?=\s|$)/.exec(m.description.trim())?.[0] ?? m.description.trim();
+  const short = first.length > CATALOGUE_DESCRIPTION_CHARS ? `${first.slice(0, CATALOGUE_DESCRIPTION_CHARS - 1).trimEnd()}…` : first;
+  return `${m.key}: ${short.replace(/\s+/g, " ")} [${m.dynamicRisk ? `${m.class} at most` : m.class}, ${m.scope}]`;
+}
+
+/**
+ * load_tools over the tools not loaded yet: the catalogue (one line each) in its description and
+ * their names as the enum of its one parameter.
+ */
+export function loadToolsTool(notLoaded: readonly BridgedTool[]): FunctionTool {
+  return {
+    type: "function",
+    function: {
+      name: LOAD_TOOLS,
+      description: `Load the definitions (parameters) of tools you will call; loaded tools stay available for the rest of the session. Tools you may load:\n${notLoaded.map((t) => `- ${catalogueLine(t)}`).join("\n")}`,
+      parameters: {
+        type: "object",
+        additionalProperties: false,
+        required: ["names"],
+        properties: { names: { type: "array", minItems: 1, maxItems: MAX_LOAD, uniqueItems: true, items: { type: "string", enum: notLoaded.map((t) => t.skill.meta.key) } } },
+      },
+    },
+  };
+}
+
+/**
+ * The skill tools of an executor request: every offered tool in full ("full"), or ("on_demand")
+ * the loaded ones in full plus load_tools cataloguing the rest, in the order offered.
+ */
+export function executorTools(offered: ReadonlyMap<string, BridgedTool>, mode: ToolListMode, loaded: ReadonlySet<string>): FunctionTool[] {
+  if (mode === "full") return [...offered.values()].map((t) => t.tool);
+  const full: FunctionTool[] = [];
+  const rest: BridgedTool[] = [];
+  for (const t of offered.values()) (loaded.has(t.skill.meta.key) ? full.push(t.tool) : rest.push(t));
+  if (rest.length) full.push(loadToolsTool(rest));
+  return full;
+}
+
+/** The tools a plan's text names (whole words), to load before the first turn. */
+export function toolsNamedIn(text: string, offered: ReadonlyMap<string, BridgedTool>): Set<string> {
+  const words = new Set(text.match(/[A-Za-z0-9_-]+/g) ?? []);
+  return new Set([...offered.keys()].filter((k) => words.has(k)));
+}

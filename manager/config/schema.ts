@@ -97,6 +97,7 @@ export const CONFIG_SCHEMA = {
       properties: {
         max_steps: { type: "integer", minimum: 1, maximum: 100, default: 12, description: "Most tool calls the executor makes in one diagnosis session.", env: "ONGRID_AGENT_MAX_STEPS" },
         max_duration: { type: "string", default: "5m", description: "Longest a diagnosis session runs before it writes its report with what it has.", env: "ONGRID_AGENT_MAX_DURATION", format: "duration" },
+        tool_list: { type: "string", enum: ["on_demand", "full"], default: "on_demand", description: "How the executor shows the model its tools: on_demand lists them as a catalogue (name, first sentence, class, scope) in a load_tools function and sends a tool's full definition once the model loads it or the plan names it; full sends every allowed tool's definition on every turn. Either way only tools the gate allows are shown, and the gate decides each call.", env: "ONGRID_AGENT_TOOL_LIST" },
       },
     },
     router: {
@@ -177,7 +178,7 @@ export interface ManagerConfig {
   credentials: { key: string; key_file: string };
   playbooks: { dirs: string; disabled: string; watch: boolean };
   model: { base_url: string; model: string; api_key: string; api_key_file: string; timeout: string; max_retries: number; structured_output: "auto" | "json_schema" | "json_object" };
-  agent: { max_steps: number; max_duration: string };
+  agent: { max_steps: number; max_duration: string; tool_list: "on_demand" | "full" };
   router: { recall_dir: string; recall_limit: number; recall_level: "index" | "full" };
   skills: {
     default_timeout: string;

@@ -7,10 +7,11 @@
  *   npx tsx scripts/bench/agent.ts [--sessions 30] [--warmup 3] [--edge-bin FILE] [--out FILE]
  *
  * 1. Tool list: for an operator's agent (systemCaller), each loaded playbook and each mode, the JSON
- *    of bridgeTools(...) — what a chat request carries in `tools` — against every tool in the
- *    inventory (listInventory, toFunctionTool each, ungated). Target: ≤ 30 % of it. A second variant
- *    lists only the playbook's allowed_tools (no read-only exemption), to show what the exemption
- *    costs. Tokens are estimated as ⌈characters / 4⌉.
+ *    of what the executor's chat request carries in `tools` with agent.tool_list on_demand at its
+ *    first turn (a catalogue in load_tools) against every tool in the inventory (listInventory,
+ *    toFunctionTool each, ungated). Target: ≤ 30 % of it. Also shown: the list once the playbook's
+ *    allowed_tools are loaded, with tool_list full (every allowed tool in full), and only the
+ *    playbook's allowed_tools (no read-only exemption). Tokens are estimated as ⌈characters / 4⌉.
  * 2. Overhead per step: --sessions sessions through manager.agent.diagnose against a scripted model
  *    that answers at once (route, plan and verdict by schema name; the executor calls host_load in
  *    4 turns, then reports). A step is one model round trip and the manager work leading to it
@@ -30,7 +31,7 @@ import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { systemCaller } from "../../manager/agent/call.ts";
 import type { AgentEvent } from "../../manager/agent/diagnose.ts";
-import { bridgeTools, toFunctionTool, type FunctionTool } from "../../manager/agent/tools.ts";
+import { bridgeTools, executorTools, toFunctionTool, type FunctionTool } from "../../manager/agent/tools.ts";
 import { loadConfig } from "../../manager/config/load.ts";
 import type { Caller, ExecuteInput, ExecuteOutput } from "../../manager/dispatch/dispatch.ts";
 import type { PermissionMode } from "../../manager/gate/gate.ts";
@@ -81,7 +82,13 @@ const size = (tools: readonly FunctionTool[]) => {
   return { tools: tools.length, chars, tokens: tokens(chars) };
 };
 
-/** Part 1: the `tools` JSON of every playbook × mode against the whole inventory, ungated. */
+/**
+ * Part 1: the `tools` JSON of every playbook × mode against the whole inventory, ungated: as the
+ * executor sends it with agent.tool_list on_demand at its first turn (no tool loaded: the bench's
+ * plan names none), once the playbook's allowed_tools are all loaded, and with tool_list full
+ * (every allowed tool's definition, as before on_demand). The agent's update_plan (≈ 130 tokens,
+ * the same in every list) is left out of all of them.
+ */
 function measureToolLists(m: Manager) {
   const caller = systemCaller(OPERATOR);
   const inventory = listInventory(m.registry, m.hub);
@@ -90,14 +97,19 @@ function measureToolLists(m: Manager) {
   for (const p of m.playbooks.current().playbooks.values()) {
     for (const mode of MODES) {
       const bridged = bridgeTools(m, { caller, mode, playbook: p.name });
-      const listed = size(bridged.map((t) => t.tool));
+      const offered = new Map(bridged.map((t) => [t.skill.meta.key, t]));
+      const first = size(executorTools(offered, "on_demand", new Set()));
+      const allowedLoaded = size(executorTools(offered, "on_demand", new Set(p.allowedTools.filter((k) => offered.has(k)))));
+      const full = size(executorTools(offered, "full", new Set()));
       const declared = bridged.filter((t) => p.allowedTools.includes(t.skill.meta.key));
       const allowedOnly = size(declared.map((t) => t.tool));
       lists.push({
         playbook: p.name,
         mode,
-        ...listed,
-        ratio: listed.chars / all.chars,
+        ...first,
+        ratio: first.chars / all.chars,
+        allowed_loaded: { ...allowedLoaded, ratio: allowedLoaded.chars / all.chars },
+        full: { ...full, ratio: full.chars / all.chars },
         ask: bridged.filter((t) => t.behavior === "ask").map((t) => t.skill.meta.key),
         names: bridged.map((t) => t.skill.meta.key),
         exempted: bridged.filter((t) => !p.allowedTools.includes(t.skill.meta.key)).map((t) => t.skill.meta.key),
@@ -350,8 +362,9 @@ async function main(): Promise<number> {
 
   const rows: Row[] = [
     infoRow(`tool list, every tool in the inventory (${toolLists.baseline.tools} tools, ungated)`, "tokens", toolLists.baseline.tokens),
-    ...toolLists.lists.map((l) => ratioRow(`tool list ${l.playbook} ${l.mode} (${l.tools} tools)`, "tokens", l.tokens, toolLists.baseline.tokens, TARGET_RATIO)),
-    ...toolLists.lists.map((l) => infoRow(`  allowed_tools only, ${l.playbook} ${l.mode} (${l.allowed_only.tools} tools)`, "tokens", l.allowed_only.tokens, toolLists.baseline.tokens)),
+    ...toolLists.lists.map((l) => ratioRow(`tool list ${l.playbook} ${l.mode}, on_demand first turn (${l.names.length} tools)`, "tokens", l.tokens, toolLists.baseline.tokens, TARGET_RATIO)),
+    ...toolLists.lists.map((l) => infoRow(`  on_demand, allowed_tools loaded, ${l.playbook} ${l.mode}`, "tokens", l.allowed_loaded.tokens, toolLists.baseline.tokens)),
+    ...toolLists.lists.map((l) => infoRow(`  full (tool_list: full), ${l.playbook} ${l.mode}`, "tokens", l.full.tokens, toolLists.baseline.tokens)),
     infoRow(`session wall time p50 (${MODEL_CALLS} model calls, ${dispatched} dispatched tool calls)`, "ms", quantile(sessionWall, 0.5), quantile(bareWall, 0.5)),
     infoRow("overhead per session p50 (wall - model HTTP - dispatcher.execute)", "ms", quantile(sessionOverhead, 0.5), quantile(bareOverhead, 0.5)),
     infoRow(`overhead per step p50 (n=${steps.length})`, "ms", quantile(pick(steps, "overheadMs"), 0.5), quantile(pick(bareSteps, "overheadMs"), 0.5)),
@@ -371,9 +384,10 @@ async function main(): Promise<number> {
   console.log(`tool-list baseline: every inventory tool, ungated; tokens ≈ chars/${CHARS_PER_TOKEN}. Overhead baseline: the same model bodies and dispatcher.execute calls replayed with no agent loop, after each session.\n`);
   console.log(table(rows));
   console.log(`\ntool lists meeting <= ${TARGET_RATIO * 100}%: ${passed} of ${toolLists.lists.length}`);
-  console.log("\nplaybook × mode: listed tools / chars / share of the inventory; allowed_tools only; added by the read-only exemption");
+  console.log("\nplaybook × mode: tools offered; share of the inventory on_demand at the first turn / with allowed_tools loaded / full; allowed_tools only; added by the read-only exemption");
   for (const l of toolLists.lists) {
-    console.log(`  ${`${l.playbook} ${l.mode}`.padEnd(42)} ${String(l.tools).padStart(3)} tools ${String(l.chars).padStart(6)} chars ${(100 * l.ratio).toFixed(1).padStart(5)}%   allowed only ${String(l.allowed_only.tools).padStart(3)} tools ${(100 * l.allowed_only.ratio).toFixed(1).padStart(5)}%   exempted: ${l.exempted.join(", ") || "-"}`);
+    const pct = (r: number) => `${(100 * r).toFixed(1).padStart(5)}%`;
+    console.log(`  ${`${l.playbook} ${l.mode}`.padEnd(42)} ${String(l.names.length).padStart(3)} tools  ${pct(l.ratio)} / ${pct(l.allowed_loaded.ratio)} / ${pct(l.full.ratio)}   allowed only ${String(l.allowed_only.tools).padStart(3)} tools ${pct(l.allowed_only.ratio)}   exempted: ${l.exempted.join(", ") || "-"}`);
   }
   if (busy) console.log(`\nnote: the machine was busy (load ${loadBefore[0].toFixed(2)} → ${loadAfter[0].toFixed(2)} on ${cpus().length} CPUs); the timing rows include scheduling noise, the tool-list rows do not.`);
 
@@ -384,7 +398,9 @@ async function main(): Promise<number> {
     machine: machineInfo(loadBefore, loadAfter, { busy }),
     params: { sessions: opt.sessions, warmup: opt.warmup, edge_bin: opt.edgeBin ?? "built into a temp dir", target_ratio: TARGET_RATIO, chars_per_token: CHARS_PER_TOKEN, modes: MODES, caller: systemCaller(OPERATOR), incident: INCIDENT, executor_tool_turns: EXECUTOR_TOOL_TURNS, model_calls_per_session: MODEL_CALLS },
     variants: {
-      tool_list: "JSON.stringify(bridgeTools({registry, hub, dispatcher}, {caller: systemCaller(operator), mode, playbook}).map(t => t.tool)): the chat request's `tools`",
+      tool_list: "JSON.stringify(executorTools(offered, 'on_demand', new Set())): the chat request's `tools` at the executor's first turn with agent.tool_list on_demand (the default), offered = bridgeTools({registry, hub, dispatcher}, {caller: systemCaller(operator), mode, playbook}); update_plan left out",
+      tool_list_allowed_loaded: "the same once every offered tool of the playbook's allowed_tools is loaded",
+      tool_list_full: "JSON.stringify(executorTools(offered, 'full', ...)): every offered tool's definition (agent.tool_list full; the only list before on_demand)",
       tool_list_allowed_only: "the same list restricted to the playbook's allowed_tools (the read-only exemption removed)",
       tool_list_baseline: "JSON.stringify(listInventory(registry, hub).map(e => toFunctionTool(e.skill, e.edgeIds))): every tool, ungated",
       overhead: "per step (one model round trip and the manager work before it; the last step includes finishing the session): wall - model HTTP round trip (around fetch, body read) - time inside dispatcher.execute",

@@ -127,3 +127,15 @@ function send(res: http.ServerResponse, status: number, payload: string | object
   res.writeHead(status, { "content-type": type, ...headers });
   res.end(text);
 }
+
+/**
+ * What an executor request offers the model: the tools given in full, and (agent.tool_list
+ * on_demand) the ones catalogued in load_tools, by name. `all` is both, the agent's own
+ * functions (load_tools, update_plan) left out.
+ */
+export function offeredTools(body: any): { full: string[]; catalogued: string[]; all: string[] } {
+  const tools: any[] = Array.isArray(body?.tools) ? body.tools : [];
+  const full = tools.map((t) => t.function.name as string).filter((n) => n !== "load_tools" && n !== "update_plan");
+  const catalogued: string[] = tools.find((t) => t.function.name === "load_tools")?.function.parameters.properties.names.items.enum ?? [];
+  return { full, catalogued, all: [...full, ...catalogued] };
+}
