@@ -2,9 +2,15 @@
 import { Session } from "node:inspector/promises";
 import { writeFileSync } from "node:fs";
 
-/** Runs `work`; with `file` set, under the CPU profiler (200 µs sampling), writing the .cpuprofile there. */
+/**
+ * Runs `work`; with `file` set, under the CPU profiler (200 µs sampling), writing the .cpuprofile
+ * there; a file named *.heapprofile gets the sampling heap profiler instead, counting every
+ * allocation made during the work (those collected since included), for finding what the GC is
+ * busy with.
+ */
 export async function profiled<T>(file: string | undefined, work: () => Promise<T>): Promise<T> {
   if (!file) return work();
+  if (file.endsWith(".heapprofile")) return heapProfiled(file, work);
   const s = new Session();
   s.connect();
   await s.post("Profiler.enable");
@@ -14,6 +20,20 @@ export async function profiled<T>(file: string | undefined, work: () => Promise<
     return await work();
   } finally {
     const { profile } = await s.post("Profiler.stop");
+    writeFileSync(file, JSON.stringify(profile));
+    s.disconnect();
+  }
+}
+
+async function heapProfiled<T>(file: string, work: () => Promise<T>): Promise<T> {
+  const s = new Session();
+  s.connect();
+  await s.post("HeapProfiler.enable");
+  await s.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  try {
+    return await work();
+  } finally {
+    const { profile } = await s.post("HeapProfiler.stopSampling");
     writeFileSync(file, JSON.stringify(profile));
     s.disconnect();
   }
