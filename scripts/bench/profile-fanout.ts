@@ -7,7 +7,8 @@
  *
  * N edges (default 3000), RUNS timed fan-outs after one warm-up (default 8), DB a PostgreSQL URL
  * (default: PGlite in a temporary directory), PROF where to write the .cpuprofile (default: no
- * profile). Prints the fan-out times, their median and the CPU each process used per edge call.
+ * profile). MODE=rpc runs each fan-out as a FanOutSkill call over gRPC from a connect client in
+ * this process (the client's decoding then counts as this process's CPU). Prints the fan-out times, their median and the CPU each process used per edge call.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +19,9 @@ import { startFleet } from "../sim/fleet.ts";
 import { fanOut } from "../../manager/dispatch/fan-out.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { profiled } from "./lib/profile.ts";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { cpuMeter, pidsNamed } from "./lib/proc.ts";
 
 const N = Number(process.env.N ?? 3000);
@@ -29,11 +33,20 @@ for (let i = 0; i < N; i++) edges.push({ id: `fp-${i}`, token: (await m.edges.en
 const fleet = await startFleet({ url: m.url, edges, processes: 1, labels: { fp: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: false, maxBackoffMs: 30_000, inventory: "echo" });
 console.log("connected", fleet.connected.connected);
 const caller = { userId: "admin", role: "admin" };
+const rpc = process.env.MODE === "rpc";
+const token = m.bootstrapToken ?? (await m.identity.createToken("admin", { description: "profile-fanout" })).token;
+const skills = createClient(SkillService, createGrpcTransport({ baseUrl: m.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] }));
 async function once(): Promise<number> {
   const t0 = performance.now();
   let ok = 0;
-  for await (const ev of fanOut({ dispatcher: m.dispatcher, hub: m.hub }, { key: BENCH_SKILL, params: { text: "x" }, edgeIds: [], selector: "fp=1", caller })) {
-    if (ev.kind === "edge" && ev.result?.success) ok++;
+  if (rpc) {
+    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "fp=1", input: { case: "params", value: { text: "x" } } }, { timeoutMs: 300_000 })) {
+      if (ev.event.case === "edgeResult" && ev.event.value.result?.success) ok++;
+    }
+  } else {
+    for await (const ev of fanOut({ dispatcher: m.dispatcher, hub: m.hub }, { key: BENCH_SKILL, params: { text: "x" }, edgeIds: [], selector: "fp=1", caller })) {
+      if (ev.kind === "edge" && ev.result?.success) ok++;
+    }
   }
   if (ok !== N) console.log("ok", ok);
   return performance.now() - t0;
