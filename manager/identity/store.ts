@@ -85,12 +85,10 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
   const cacheMs = options.tokenCacheMs ?? 0;
   const clock = options.clock ?? (() => performance.now());
   // Lookups by token hash: the promise, so concurrent requests with one token share one query.
-  // Only lookups that found a token are kept; `generation` keeps a lookup that raced a change
-  // made here (a revoke, a user update) out of the cache.
+  // Only lookups that found a token are kept. A change made here (a revoke, a user update) drops
+  // every kept lookup, those still in flight too, so none that raced the change is reused.
   const lookups = new Map<string, { at: number; lookup: Promise<TokenLookup> }>();
-  let generation = 0;
   function forgetLookups(): void {
-    generation++;
     lookups.clear();
   }
   function lookUp(hash: string): Promise<TokenLookup> {
@@ -99,14 +97,13 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
     const kept = lookups.get(hash);
     if (kept && now - kept.at < cacheMs) return kept.lookup;
     if (kept) lookups.delete(hash);
-    const gen = generation;
     const lookup = tokenLookup.execute({ hash }).then((rows) => rows[0]);
     const entry = { at: now, lookup };
     lookups.set(hash, entry);
     if (lookups.size > TOKEN_CACHE_MAX) lookups.delete(lookups.keys().next().value!);
     lookup.then(
       (found) => {
-        if ((!found || gen !== generation) && lookups.get(hash) === entry) lookups.delete(hash);
+        if (!found && lookups.get(hash) === entry) lookups.delete(hash);
       },
       () => {
         if (lookups.get(hash) === entry) lookups.delete(hash);
