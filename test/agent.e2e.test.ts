@@ -171,13 +171,16 @@ describe("a session with a model", () => {
 
   it("lets the executor revise the plan, at most three times", async () => {
     const replan = (i: number): Reply => ({ toolCalls: [{ name: "update_plan", arguments: { steps: [`new step ${i}`], reason: `evidence ${i}` } }] });
-    use(script({ turns: [replan(1), replan(2), replan(3), replan(4), { toolCalls: [{ name: "update_plan", arguments: { steps: [] , reason: "x" } }] }, { content: "# Report\n\ndone" }] }));
+    use(script({ turns: [replan(1), replan(2), { toolCalls: [{ name: "update_plan", arguments: { steps: ["list the busiest with host_processes"], reason: "evidence 3" } }] }, replan(4), { toolCalls: [{ name: "update_plan", arguments: { steps: [] , reason: "x" } }] }, { content: "# Report\n\ndone" }] }));
     const before = model.requests.length;
     const events = await diagnose(await makeUser(m, "rae", "operator"), "host is slow");
     const plans = events.filter((e) => e.type === "plan").map((e) => `${e.data.source}:${e.data.steps.join("|")}`);
-    expect(plans).toEqual(["planner:check load|read the app log", "replan:new step 1", "replan:new step 2", "replan:new step 3"]);
+    expect(plans).toEqual(["planner:check load|read the app log", "replan:new step 1", "replan:new step 2", "replan:list the busiest with host_processes"]);
     const exec = model.requests.slice(before).filter((x) => Array.isArray(x.body.tools) && x.body.tools.length > 0);
     expect(exec[0].body.tools.map((t: any) => t.function.name)).toContain("update_plan");
+    // A revised plan that names a tool brings its definition (agent.tool_list on_demand).
+    expect(offeredTools(exec[2].body).full).not.toContain("host_processes");
+    expect(offeredTools(exec[3].body).full).toContain("host_processes");
     const fed = exec.at(-1)!.body.messages.filter((x: any) => x.role === "tool").slice(-2).map((x: any) => JSON.parse(x.content).error?.code);
     expect(fed).toEqual(["replan_limit", "replan_limit"]);
     // Replans are the agent's own: no audit row.

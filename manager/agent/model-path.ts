@@ -208,6 +208,7 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
         }
         replans++;
         steps = next.steps as string[];
+        if (onDemand) for (const k of toolsNamedIn(steps.join("\n"), o.offered)) loaded.add(k);
         yield { type: "plan", source: "replan", steps, reason: typeof next.reason === "string" ? next.reason.slice(0, 300) : "" };
         messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify({ success: true, output: { plan: steps } }) });
         continue;
