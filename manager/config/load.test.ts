@@ -35,6 +35,10 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "1h" } })).toThrow(/skills\.default_timeout: must not exceed skills\.max_timeout/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "0s" } })).toThrow(/skills\.default_timeout: must be at least 1ms \(rule: minimum\) \(set by ONGRID_SKILL_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_WEB_SEARCH_TIMEOUT: "0ms" } })).toThrow(/skills\.web_search\.timeout: must be at least 1ms/);
+    expect(() => loadConfig({ env: { ONGRID_TUNNEL_HELLO_TIMEOUT: "50ms" } })).toThrow(/tunnel\.hello_timeout: must be at least 100ms \(rule: minimum\) \(set by ONGRID_TUNNEL_HELLO_TIMEOUT\)/);
+    expect(() => loadConfig({ env: { ONGRID_TOKEN_CACHE: "soon" } })).toThrow(/server\.token_cache/);
+    expect(loadConfig({ env: { ONGRID_TOKEN_CACHE: "0s", ONGRID_AGENT_TOOL_LIST: "full" } })).toMatchObject({ server: { token_cache: "0s" }, agent: { tool_list: "full" } });
+    expect(() => loadConfig({ env: { ONGRID_AGENT_TOOL_LIST: "some" } })).toThrow(/agent\.tool_list/);
     expect(loadConfig({ env: { ONGRID_SKILLS_MAX_CALLS_PER_USER: "2" } }).skills.max_calls_per_user).toBe(2);
     expect(() => loadConfig({ env: { ONGRID_SKILLS_MAX_CALLS_PER_USER: "0" } })).toThrow(/skills\.max_calls_per_user: must be >= 1 \(rule: minimum; set by ONGRID_SKILLS_MAX_CALLS_PER_USER\)/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_MAX_TIMEOUT: "99999999999h" } })).toThrow(/skills\.max_timeout: /);

@@ -172,6 +172,7 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   };
   ms("skills.web_search.timeout", cfg.skills.web_search.timeout);
   if (ms("tunnel.heartbeat_interval", cfg.tunnel.heartbeat_interval) < 100) bad("tunnel.heartbeat_interval", "must be at least 100ms (rule: minimum)");
+  if (ms("tunnel.hello_timeout", cfg.tunnel.hello_timeout) < 100) bad("tunnel.hello_timeout", "must be at least 100ms (rule: minimum)");
   if (ms("skills.default_timeout", cfg.skills.default_timeout) > ms("skills.max_timeout", cfg.skills.max_timeout)) {
     bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout}) (rule: maximum)`);
   }

@@ -27,7 +27,7 @@ export const CONFIG_SCHEMA = {
       properties: {
         heartbeat_interval: { type: "string", default: "5s", description: "How often manager and edge send heartbeats; a peer silent for 3 intervals is dead.", env: "ONGRID_HEARTBEAT_INTERVAL", format: "duration" },
         max_frame_bytes: { type: "integer", minimum: 65536, maximum: 67108864, default: 4194304, description: "Largest tunnel frame accepted from an edge.", env: "ONGRID_TUNNEL_MAX_FRAME_BYTES" },
-        hello_timeout: { type: "string", default: "10s", description: "How long an edge's tunnel may stay open without its hello, and without the inventory the manager asked it for (when its hello named an inventory the manager does not hold), before it is ended with INVALID_ARGUMENT.", env: "ONGRID_TUNNEL_HELLO_TIMEOUT", format: "duration" },
+        hello_timeout: { type: "string", default: "10s", description: "How long an edge's tunnel may stay open without its hello, and without the inventory the manager asked it for (when its hello named an inventory the manager does not hold), before it is ended with INVALID_ARGUMENT (at least 100ms).", env: "ONGRID_TUNNEL_HELLO_TIMEOUT", format: "duration" },
       },
     },
     data_dir: { type: "string", minLength: 1, default: "./data", description: "Directory for the embedded PGlite database (used when database_url is empty).", env: "ONGRID_DATA_DIR" },
