@@ -8,7 +8,8 @@
  * N edges (default 3000), RUNS timed fan-outs after one warm-up (default 8), DB a PostgreSQL URL
  * (default: PGlite in a temporary directory), PROF where to write the .cpuprofile (default: no
  * profile). MODE=rpc runs each fan-out as a FanOutSkill call over gRPC from a connect client in
- * this process (the client's decoding then counts as this process's CPU). Prints the fan-out times, their median and the CPU each process used per edge call.
+ * this process (the client's decoding then counts as this process's CPU). Prints the fan-out
+ * times, their median and the CPU each process used per edge call.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
