@@ -8,6 +8,9 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { cacheFlushSkill } from "./support/skills.ts";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { defineSkill } from "../skill/define.ts";
 import { mkdirSync } from "node:fs";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
@@ -229,6 +232,39 @@ describe("a session with a model", () => {
     // Loading is the agent's own: only the skill calls are audited.
     await m.audit.flush();
     expect((await m.audit.list({ sessionId: events[0].data.sessionId })).map((r) => r.toolName)).toEqual(["read_skill", "tail_file"]);
+  });
+
+  it("turns spent loading tools and replanning do not count against the bound on model turns", async () => {
+    const load = (name: string): Reply => ({ toolCalls: [{ name: "load_tools", arguments: { names: [name] } }] });
+    const replan = (i: number): Reply => ({ toolCalls: [{ name: "update_plan", arguments: { steps: [`step ${i}`], reason: `r${i}` } }] });
+    const call = (limit: number): Reply => ({ toolCalls: [{ name: "host_processes", arguments: { edge_id: "agent-edge", limit } }] });
+    // agent.max_steps is 4 here: 4 calls, 4 loads and 3 replans are 11 turns before the report, over 2 × 4 + 2.
+    use(script({ turns: [load("host_processes"), replan(1), call(1), load("read_journal"), replan(2), call(2), load("tail_file"), replan(3), call(3), load("host_files"), call(4), { content: "# Report\n\nFour process listings [2]." }] }));
+    const events = await diagnose(await makeUser(m, "olga", "operator"), "host is slow");
+    expect(events.filter((e) => e.type === "tool_result" && e.data.tool === "host_processes").map((e) => e.data.success)).toEqual([true, true, true, true]);
+    expect(events.find((e) => e.type === "report")!.data.markdown).toBe("# Report\n\nFour process listings [2].");
+    expect(events.at(-1)!.data).toMatchObject({ status: "done" });
+  });
+
+  it("a skill named load_tools among the offered ones: the session lists every tool in full and says so in the log", async () => {
+    let logText = "";
+    const sink = new Writable({ write: (c, _e, done) => ((logText += String(c)), done()) });
+    const other = await bootManager({ "model.base_url": model.url, "model.model": "agent-test", "model.max_retries": 0, "model.timeout": "5s" }, {}, undefined, { log: pino({ level: "warn" }, sink) });
+    try {
+      other.registry.register(defineSkill({ key: "load_tools", name: "load_tools", description: "A skill that happens to have this name.", class: "safe", scope: "manager", params: {}, async execute() { return { ran: true }; } }));
+      use(script({ turns: [{ content: "# Report\n\nnothing" }] }));
+      const before = model.requests.length;
+      const events = await diagnose(other.adminToken, "host is slow", "", { url: other.url });
+      expect(events.at(-1)!.data.status).toBe("done");
+      const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
+      const load = exec[0].body.tools.find((t: any) => t.function.name === "load_tools").function;
+      expect(load.description).toContain("A skill that happens to have this name.");
+      expect(load.parameters.properties?.names).toBeUndefined();
+      expect(exec[0].body.tools.map((t: any) => t.function.name)).toContain("read_skill"); // in full: no catalogue
+      expect(logText).toMatch(/agent.tool_list on_demand: a skill named load_tools is offered, so this session lists every tool in full/);
+    } finally {
+      await other.stop();
+    }
   });
 
   it("keeps the router's playbook (what the gate enforces) when the planner prefers another, and says so", async () => {

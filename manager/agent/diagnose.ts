@@ -41,7 +41,7 @@ export type AgentEvent =
 export interface AgentLimits {
   maxSteps: number;
   maxDurationMs: number;
-  /** How the executor lists its tools (agent.tool_list); default full. */
+  /** How the executor lists its tools (agent.tool_list, whose default is on_demand); unset: full. */
   toolList?: ToolListMode;
 }
 

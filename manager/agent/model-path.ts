@@ -68,6 +68,8 @@ export interface ModelPathInput {
 /** The executor's own tool for revising the remaining plan (not a skill, not audited: it changes nothing outside the session). */
 export const UPDATE_PLAN = "update_plan";
 const MAX_REPLANS = 3;
+/** Most turns spent loading tools that the executor's turn bound leaves out. */
+const MAX_LOAD_TURNS = 5;
 const UPDATE_PLAN_TOOL = {
   type: "function" as const,
   function: {
@@ -139,10 +141,14 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
   // agent.tool_list on_demand the tools come as a catalogue in load_tools (also the agent's own),
   // and a tool's full definition joins the list once loaded (or named by the plan); a catalogued
   // tool called without loading runs all the same: the gate, not the list, decides.
-  const onDemand = (o.limits.toolList ?? "full") === "on_demand" && !o.offered.has(LOAD_TOOLS);
+  const configuredOnDemand = (o.limits.toolList ?? "full") === "on_demand";
+  const onDemand = configuredOnDemand && !o.offered.has(LOAD_TOOLS);
   const loaded = onDemand ? toolsNamedIn(steps.join("\n"), o.offered) : new Set<string>();
   const toolsNow = (): FunctionTool[] => [...executorTools(o.offered, onDemand ? "on_demand" : "full", loaded), ...(o.offered.has(UPDATE_PLAN) ? [] : [UPDATE_PLAN_TOOL])];
   let replans = 0;
+  /** Turns in which load_tools loaded something new. */
+  const loadTurns = new Set<number>();
+  if (configuredOnDemand && !onDemand) o.log.warn({ playbook: playbook.name }, `agent.tool_list on_demand: a skill named ${LOAD_TOOLS} is offered, so this session lists every tool in full`);
   const messages: ChatMessage[] = [
     {
       role: "system",
@@ -191,7 +197,9 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
         continue;
       }
       if (onDemand && tc.name === LOAD_TOOLS) {
+        const before = loaded.size;
         messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify(loadTools(tc.arguments, o.offered, loaded)) });
+        if (loaded.size > before) loadTurns.add(turn);
         continue;
       }
       if (tc.name === UPDATE_PLAN && !o.offered.has(UPDATE_PLAN)) {
@@ -231,7 +239,8 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
       stopped = `the step bound (${o.limits.maxSteps} tool calls, agent.max_steps) was reached`;
       break;
     }
-    if (turn >= 2 * o.limits.maxSteps + 2) {
+    // Turns spent loading tools (at most MAX_LOAD_TURNS count) and replanning are not held against the bound.
+    if (turn >= 2 * o.limits.maxSteps + 2 + Math.min(loadTurns.size, MAX_LOAD_TURNS) + replans) {
       stopped = "too many model turns without a report";
       break;
     }

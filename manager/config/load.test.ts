@@ -36,7 +36,11 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "0s" } })).toThrow(/skills\.default_timeout: must be at least 1ms \(rule: minimum\) \(set by ONGRID_SKILL_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_WEB_SEARCH_TIMEOUT: "0ms" } })).toThrow(/skills\.web_search\.timeout: must be at least 1ms/);
     expect(() => loadConfig({ env: { ONGRID_TUNNEL_HELLO_TIMEOUT: "50ms" } })).toThrow(/tunnel\.hello_timeout: must be at least 100ms \(rule: minimum\) \(set by ONGRID_TUNNEL_HELLO_TIMEOUT\)/);
+    expect(() => loadConfig({ env: { ONGRID_TUNNEL_HELLO_TIMEOUT: "600h" } })).toThrow(/tunnel\.hello_timeout: must be at most 1h \(rule: maximum\)/);
     expect(() => loadConfig({ env: { ONGRID_TOKEN_CACHE: "soon" } })).toThrow(/server\.token_cache/);
+    expect(() => loadConfig({ env: { ONGRID_TOKEN_CACHE: "6m" } })).toThrow(/server\.token_cache: must be at most 5m \(rule: maximum\) \(set by ONGRID_TOKEN_CACHE\)/);
+    expect(() => loadConfig({ env: { ONGRID_TOKEN_CACHE: "9999999999999h" } })).toThrow(/server\.token_cache: invalid duration .*too large \(rule: duration\)/);
+    expect(loadConfig({ env: { ONGRID_TOKEN_CACHE: "0ms" } }).server.token_cache).toBe("0ms");
     expect(loadConfig({ env: { ONGRID_TOKEN_CACHE: "0s", ONGRID_AGENT_TOOL_LIST: "full" } })).toMatchObject({ server: { token_cache: "0s" }, agent: { tool_list: "full" } });
     expect(() => loadConfig({ env: { ONGRID_AGENT_TOOL_LIST: "some" } })).toThrow(/agent\.tool_list/);
     expect(loadConfig({ env: { ONGRID_SKILLS_MAX_CALLS_PER_USER: "2" } }).skills.max_calls_per_user).toBe(2);

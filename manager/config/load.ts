@@ -172,7 +172,17 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   };
   ms("skills.web_search.timeout", cfg.skills.web_search.timeout);
   if (ms("tunnel.heartbeat_interval", cfg.tunnel.heartbeat_interval) < 100) bad("tunnel.heartbeat_interval", "must be at least 100ms (rule: minimum)");
-  if (ms("tunnel.hello_timeout", cfg.tunnel.hello_timeout) < 100) bad("tunnel.hello_timeout", "must be at least 100ms (rule: minimum)");
+  const hello = ms("tunnel.hello_timeout", cfg.tunnel.hello_timeout);
+  if (hello < 100) bad("tunnel.hello_timeout", "must be at least 100ms (rule: minimum)");
+  if (hello > 3_600_000) bad("tunnel.hello_timeout", "must be at most 1h (rule: maximum)");
+  // 0s turns the token cache off; longer than 5m would let a revoke made elsewhere lag too long.
+  let tokenCacheMs = 0;
+  try {
+    tokenCacheMs = parseDuration(cfg.server.token_cache);
+  } catch (err) {
+    bad("server.token_cache", `${(err as Error).message} (rule: duration)`);
+  }
+  if (tokenCacheMs > 300_000) bad("server.token_cache", "must be at most 5m (rule: maximum)");
   if (ms("skills.default_timeout", cfg.skills.default_timeout) > ms("skills.max_timeout", cfg.skills.max_timeout)) {
     bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout}) (rule: maximum)`);
   }

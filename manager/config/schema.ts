@@ -18,7 +18,7 @@ export const CONFIG_SCHEMA = {
         console_dir: { type: "string", default: "", description: "Directory of the built web console (index.html + assets/); empty serves dist/console, which `npm run build:web` and `npm start` build.", env: "ONGRID_CONSOLE_DIR" },
         auth_failures_per_minute: { type: "integer", minimum: 1, maximum: 100000, default: 20, description: "Failed authentications from one peer address within server.auth_failure_window after which every request from that address (even with a valid token) is refused with RESOURCE_EXHAUSTED until the window passes.", env: "ONGRID_AUTH_FAILURES_PER_MINUTE" },
         auth_failure_window: { type: "string", default: "1m", description: "Sliding window over which server.auth_failures_per_minute counts failed authentications per address.", env: "ONGRID_AUTH_FAILURE_WINDOW", format: "duration" },
-        token_cache: { type: "string", default: "1s", description: "How long the lookup of an API token (its row and its user) is reused before the database is asked again; every check (revoked, expired, user disabled) still runs on each request against it. Revocations and user changes made through this manager apply at once; made through another manager sharing the database, within this time. 0s looks the token up on every request.", env: "ONGRID_TOKEN_CACHE", format: "duration" },
+        token_cache: { type: "string", default: "1s", description: "How long the lookup of an API token (its row and its user) is reused before the database is asked again; every check (revoked, expired, user disabled) still runs on each request against it. Revocations and user changes made through this manager apply at once; made through another manager sharing the database, within this time. 0s looks the token up on every request; at most 5m.", env: "ONGRID_TOKEN_CACHE", format: "duration" },
       },
     },
     tunnel: {
@@ -27,7 +27,7 @@ export const CONFIG_SCHEMA = {
       properties: {
         heartbeat_interval: { type: "string", default: "5s", description: "How often manager and edge send heartbeats; a peer silent for 3 intervals is dead.", env: "ONGRID_HEARTBEAT_INTERVAL", format: "duration" },
         max_frame_bytes: { type: "integer", minimum: 65536, maximum: 67108864, default: 4194304, description: "Largest tunnel frame accepted from an edge.", env: "ONGRID_TUNNEL_MAX_FRAME_BYTES" },
-        hello_timeout: { type: "string", default: "10s", description: "How long an edge's tunnel may stay open without its hello, and without the inventory the manager asked it for (when its hello named an inventory the manager does not hold), before it is ended with INVALID_ARGUMENT (at least 100ms).", env: "ONGRID_TUNNEL_HELLO_TIMEOUT", format: "duration" },
+        hello_timeout: { type: "string", default: "10s", description: "How long an edge's tunnel may stay open without its hello, and without the inventory the manager asked it for (when its hello named an inventory the manager does not hold), before it is ended with INVALID_ARGUMENT (100ms to 1h).", env: "ONGRID_TUNNEL_HELLO_TIMEOUT", format: "duration" },
       },
     },
     data_dir: { type: "string", minLength: 1, default: "./data", description: "Directory for the embedded PGlite database (used when database_url is empty).", env: "ONGRID_DATA_DIR" },
