@@ -130,6 +130,7 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     database,
     version: MANAGER_VERSION,
     log,
+    tokenLookups: () => identity.tokenLookups(),
   });
   const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials, playbooks, onCall: metrics.observeCall });
   const workflow = createApprovalWorkflow({ store: approvals, audit, log, run: dispatcher.runApproved });

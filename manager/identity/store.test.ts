@@ -277,7 +277,7 @@ describeBothBackends("identity store", (backend) => {
     expect((await rejection(cached.authenticate(t.token))).message).toMatch(/was revoked at/);
   });
 
-  test("token cache: a token unknown when first asked is found once issued (refusals are not kept); concurrent requests each get their own caller", async () => {
+  test("token cache: a token unknown when first asked is found once issued (refusals are not kept); requests reusing a lookup each get their own caller", async () => {
     const store = await backend.fresh();
     const ids = createIdentityStore(await store.open(), { tokenCacheMs: 3_600_000 });
     await ids.createUser("alice", "operator");
@@ -290,6 +290,23 @@ describeBothBackends("identity store", (backend) => {
     const all = await Promise.all(Array.from({ length: 20 }, () => ids.authenticate(token)));
     for (const who of all) expect(who.caller).toEqual(all[0]!.caller);
     expect(new Set(all.map((w) => w.caller)).size).toBe(20);
+    // Two queries so far (the refusal was not kept); the 20 reused the second one's.
+    expect(ids.tokenLookups()).toEqual({ database: 2, reused: 20 });
+  });
+
+  test("token cache: concurrent first requests with one token share one query; without a cache each request asks", async () => {
+    const store = await backend.fresh();
+    const db = await store.open();
+    const admin = createIdentityStore(db);
+    await admin.createUser("alice", "operator");
+    const t = await admin.createToken("alice");
+    const cached = createIdentityStore(db, { tokenCacheMs: 60_000 });
+    const all = await Promise.all(Array.from({ length: 20 }, () => cached.authenticate(t.token)));
+    expect(all.every((w) => w.caller.userId === "alice")).toBe(true);
+    expect(cached.tokenLookups()).toEqual({ database: 1, reused: 19 });
+    const uncached = createIdentityStore(db, { tokenCacheMs: 0 });
+    await Promise.all(Array.from({ length: 3 }, () => uncached.authenticate(t.token)));
+    expect(uncached.tokenLookups()).toEqual({ database: 3, reused: 0 });
   });
 
   test("bootstrap creates admin only on an empty users table, with a token that authenticates as admin", async () => {

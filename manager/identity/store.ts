@@ -88,15 +88,24 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
   // Only lookups that found a token are kept. A change made here (a revoke, a user update) drops
   // every kept lookup, those still in flight too, so none that raced the change is reused.
   const lookups = new Map<string, { at: number; lookup: Promise<TokenLookup> }>();
+  /** Token lookups answered by a query, and by a kept (or in-flight) lookup. */
+  const counts = { database: 0, reused: 0 };
   function forgetLookups(): void {
     lookups.clear();
   }
   function lookUp(hash: string): Promise<TokenLookup> {
-    if (cacheMs <= 0) return tokenLookup.execute({ hash }).then((rows) => rows[0]);
+    if (cacheMs <= 0) {
+      counts.database++;
+      return tokenLookup.execute({ hash }).then((rows) => rows[0]);
+    }
     const now = clock();
     const kept = lookups.get(hash);
-    if (kept && now - kept.at < cacheMs) return kept.lookup;
+    if (kept && now - kept.at < cacheMs) {
+      counts.reused++;
+      return kept.lookup;
+    }
     if (kept) lookups.delete(hash);
+    counts.database++;
     const lookup = tokenLookup.execute({ hash }).then((rows) => rows[0]);
     const entry = { at: now, lookup };
     lookups.set(hash, entry);
@@ -133,6 +142,11 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
 
   const store = {
     getUser,
+
+    /** How many API token lookups asked the database, and how many reused a kept one (server.token_cache), since start. */
+    tokenLookups(): { database: number; reused: number } {
+      return { ...counts };
+    },
 
     async createUser(id: string, role: string, reach = ""): Promise<UserRow> {
       checkUserId(id);

@@ -30,6 +30,8 @@ export interface ManagerMetricsDeps {
   database: Database;
   version: string;
   log: Logger;
+  /** API token lookups so far: asked of the database, and reused (server.token_cache). */
+  tokenLookups?(): { database: number; reused: number };
 }
 
 /** The registry and the dispatcher's observer. */
@@ -115,6 +117,23 @@ export function createManagerMetrics(deps: ManagerMetricsDeps): ManagerMetrics {
       this.set(deps.connectedEdges());
     },
   });
+  if (deps.tokenLookups) {
+    const read = deps.tokenLookups;
+    const seen = { database: 0, reused: 0 };
+    new Counter({
+      name: "ongrid_api_token_lookups_total",
+      help: "API token lookups, by source: database (a query) or reused (a lookup kept for server.token_cache).",
+      labelNames: ["source"] as const,
+      registers,
+      collect() {
+        const now = read();
+        for (const source of ["database", "reused"] as const) {
+          this.inc({ source }, now[source] - seen[source]);
+          seen[source] = now[source];
+        }
+      },
+    });
+  }
   new Gauge({
     name: "ongrid_skills_registered",
     help: "Skills the manager itself serves (builtins, base tools, manager packs).",

@@ -117,6 +117,16 @@ describe("GET /metrics", () => {
     expect(head.status).toBe(200);
   });
 
+  it("counts API token lookups by source (a query, or reused from server.token_cache), as the identity store does", async () => {
+    for (let i = 0; i < 3; i++) {
+      const s = await scrape();
+      const c = m.identity.tokenLookups();
+      expect(value(s, "ongrid_api_token_lookups_total", { source: "database" })).toBe(c.database);
+      expect(value(s, "ongrid_api_token_lookups_total", { source: "reused" })).toBe(c.reused);
+      expect(c.database + c.reused).toBeGreaterThanOrEqual(i + 1); // each scrape authenticated once at least
+    }
+  });
+
   it("serves a page where every line is valid text format, with the manager's series and the process basics", async () => {
     const s = await scrape();
     expect(value(s, "ongrid_edges_connected")).toBe(1);
