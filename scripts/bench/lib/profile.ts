@@ -1,4 +1,4 @@
-/** The inspector's CPU profiler around a piece of work in this process, for the profiling aids (profile-*.ts). */
+/** The inspector's CPU or heap profiler around a piece of work in this process, for the profiling aids (profile-*.ts). */
 import { Session } from "node:inspector/promises";
 import { writeFileSync } from "node:fs";
 
@@ -10,30 +10,21 @@ import { writeFileSync } from "node:fs";
  */
 export async function profiled<T>(file: string | undefined, work: () => Promise<T>): Promise<T> {
   if (!file) return work();
-  if (file.endsWith(".heapprofile")) return heapProfiled(file, work);
+  const heap = file.endsWith(".heapprofile");
   const s = new Session();
   s.connect();
-  await s.post("Profiler.enable");
-  await s.post("Profiler.setSamplingInterval", { interval: 200 });
-  await s.post("Profiler.start");
-  try {
-    return await work();
-  } finally {
-    const { profile } = await s.post("Profiler.stop");
-    writeFileSync(file, JSON.stringify(profile));
-    s.disconnect();
+  if (heap) {
+    await s.post("HeapProfiler.enable");
+    await s.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  } else {
+    await s.post("Profiler.enable");
+    await s.post("Profiler.setSamplingInterval", { interval: 200 });
+    await s.post("Profiler.start");
   }
-}
-
-async function heapProfiled<T>(file: string, work: () => Promise<T>): Promise<T> {
-  const s = new Session();
-  s.connect();
-  await s.post("HeapProfiler.enable");
-  await s.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   try {
     return await work();
   } finally {
-    const { profile } = await s.post("HeapProfiler.stopSampling");
+    const { profile } = heap ? await s.post("HeapProfiler.stopSampling") : await s.post("Profiler.stop");
     writeFileSync(file, JSON.stringify(profile));
     s.disconnect();
   }
