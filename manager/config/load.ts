@@ -160,14 +160,15 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   if (Boolean(cfg.server.tls_cert) !== Boolean(cfg.server.tls_key)) {
     bad(cfg.server.tls_cert ? "server.tls_key" : "server.tls_cert", "tls_cert and tls_key must be set together (rule: together)");
   }
-  const ms = (key: string, value: string): number => {
+  /** A duration key in ms; below `min` (1ms unless said) is refused. */
+  const ms = (key: string, value: string, min = 1): number => {
     let n: number;
     try {
       n = parseDuration(value);
     } catch (err) {
       return bad(key, `${(err as Error).message} (rule: duration)`);
     }
-    if (n < 1) bad(key, `must be at least 1ms (rule: minimum)`);
+    if (n < min) bad(key, `must be at least ${min}ms (rule: minimum)`);
     return n;
   };
   ms("skills.web_search.timeout", cfg.skills.web_search.timeout);
@@ -176,13 +177,7 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   if (hello < 100) bad("tunnel.hello_timeout", "must be at least 100ms (rule: minimum)");
   if (hello > 3_600_000) bad("tunnel.hello_timeout", "must be at most 1h (rule: maximum)");
   // 0s turns the token cache off; longer than 5m would let a revoke made elsewhere lag too long.
-  let tokenCacheMs = 0;
-  try {
-    tokenCacheMs = parseDuration(cfg.server.token_cache);
-  } catch (err) {
-    bad("server.token_cache", `${(err as Error).message} (rule: duration)`);
-  }
-  if (tokenCacheMs > 300_000) bad("server.token_cache", "must be at most 5m (rule: maximum)");
+  if (ms("server.token_cache", cfg.server.token_cache, 0) > 300_000) bad("server.token_cache", "must be at most 5m (rule: maximum)");
   if (ms("skills.default_timeout", cfg.skills.default_timeout) > ms("skills.max_timeout", cfg.skills.max_timeout)) {
     bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout}) (rule: maximum)`);
   }
