@@ -93,11 +93,12 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
   function forgetLookups(): void {
     lookups.clear();
   }
+  function query(hash: string): Promise<TokenLookup> {
+    counts.database++;
+    return tokenLookup.execute({ hash }).then((rows) => rows[0]);
+  }
   function lookUp(hash: string): Promise<TokenLookup> {
-    if (cacheMs <= 0) {
-      counts.database++;
-      return tokenLookup.execute({ hash }).then((rows) => rows[0]);
-    }
+    if (cacheMs <= 0) return query(hash);
     const now = clock();
     const kept = lookups.get(hash);
     if (kept && now - kept.at < cacheMs) {
@@ -105,8 +106,7 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
       return kept.lookup;
     }
     if (kept) lookups.delete(hash);
-    counts.database++;
-    const lookup = tokenLookup.execute({ hash }).then((rows) => rows[0]);
+    const lookup = query(hash);
     const entry = { at: now, lookup };
     lookups.set(hash, entry);
     if (lookups.size > TOKEN_CACHE_MAX) lookups.delete(lookups.keys().next().value!);
