@@ -101,6 +101,16 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
    */
   let head: { seq: number; rowHash: string } | null = null;
 
+  /**
+   * The batch insert as a named prepared statement: an unnamed one costs PostgreSQL a parse and the
+   * client a second round trip each time (Parse/Describe, then Bind/Execute), and under load that
+   * round trip waits for a turn of a busy event loop.
+   */
+  const insertBatch = db
+    .insert(toolCalls)
+    .select(sql`select ${INSERT_COLUMNS} from jsonb_to_recordset(${sql.placeholder("rows")}::jsonb) as r(${RECORD_TYPES})`)
+    .prepare("ongrid_audit_insert");
+
   async function readHead(): Promise<{ seq: number; rowHash: string }> {
     const [row] = await db.select({ seq: toolCalls.seq, rowHash: toolCalls.rowHash }).from(toolCalls).orderBy(desc(toolCalls.seq)).limit(1);
     return row ?? { seq: 0, rowHash: GENESIS_HASH };
@@ -123,7 +133,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
         const p = ready && ready.onto.seq === head.seq && ready.onto.rowHash === head.rowHash ? ready : prepare(batch, head);
         ready = undefined;
         try {
-          await db.execute(sql`insert into tool_calls (${INSERT_COLUMNS}) select ${INSERT_COLUMNS} from jsonb_to_recordset(${p.json}::jsonb) as r(${RECORD_TYPES})`);
+          await insertBatch.execute({ rows: p.json });
         } catch (err) {
           head = null; // unknown after any failure: read it again
           if (!isSeqTaken(err) || attempt + 1 >= MAX_RECHAIN) throw err;
