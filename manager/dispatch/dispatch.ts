@@ -348,7 +348,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function run(target: Target, params: Record<string, unknown>, timeoutMs: number, signal: AbortSignal | undefined, evidence: Evidence | undefined, invocation: Invocation): Promise<ResultEnvelope> {
     const { skill, edgeId } = target;
     const injected = credentials && credentialParams(skill).length ? await injectCredentials(skill, params, credentials) : { params, secrets: [] };
-    const callId = randomUUID();
+    // An edge call gets its call id from the hub; one run here gets its own.
+    const callId = edgeId ? "" : randomUUID();
     const result = edgeId
       ? await hub.call(edgeId, skill.meta.key, injected.params, timeoutMs, signal, evidence)
       : await runSkill(skill, injected.params, {
