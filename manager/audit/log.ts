@@ -17,7 +17,11 @@ const VERIFY_PAGE = 1000;
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 
-/** The stored columns, in the order of the jsonb objects one insert statement carries. */
+/**
+ * The stored columns, selected from the jsonb objects one insert statement carries. The insert
+ * (drizzle's) names every column of tool_calls in the table's order, so this must list them all,
+ * in that order: a column added to the table and not here fails every append (and every audit test).
+ */
 const INSERT_COLUMNS = sql.raw(
   "seq, session_id, tool_name, args_json, result_json, error, device_id, started_at, finished_at, duration_ms, " +
     "caller_user_id, caller_role, decision, decision_reason, approval_id, sop_hash, approved_by, on_behalf_of, prev_hash, row_hash",
@@ -104,7 +108,8 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
   /**
    * The batch insert as a named prepared statement: an unnamed one costs PostgreSQL a parse and the
    * client a second round trip each time (Parse/Describe, then Bind/Execute), and under load that
-   * round trip waits for a turn of a busy event loop.
+   * round trip waits for a turn of a busy event loop. (drizzle's PGlite driver sends every query
+   * unnamed; there the name changes nothing.)
    */
   const insertBatch = db
     .insert(toolCalls)
