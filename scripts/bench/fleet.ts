@@ -344,6 +344,7 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
 
   log("restart: the manager is stopped (SIGTERM) and started again on the same port and database; time until every edge is back");
   await fleet.mark();
+  const asked = (await fleet.stats()).inventoryRequests;
   const down = performance.now();
   await stop(mgr.proc.child, 30_000);
   log(`  manager stopped after ${((performance.now() - down) / 1000).toFixed(1)} s; starting it again`);
@@ -367,6 +368,20 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   const perSecond = stats.welcomesPerSecond ?? [];
   const settledAfter = await settledRss(proc.child.pid);
   log(back >= 0 ? `all ${N} back ${(back / 1000).toFixed(1)} s after the stop (manager listening again after ${(upMs / 1000).toFixed(1)} s); peak RSS ${(peakKb / 1024).toFixed(0)} MiB` : `only ${stats.connected}/${N} back after 180 s`);
+  log(`  edges asked for their inventory during the reconnect: ${stats.inventoryRequests - asked}`);
+  // What the restarted manager warned about while the fleet came back (it logs at warn): counts by
+  // message, over the last 64 KiB of its log that the bench keeps.
+  const warnings: Record<string, number> = {};
+  for (const line of proc.child.stderr().split("\n")) {
+    let msg = "";
+    try {
+      msg = String((JSON.parse(line) as { msg?: unknown }).msg ?? "");
+    } catch {
+      msg = line.trim() ? "(not a JSON log line)" : "";
+    }
+    if (msg) warnings[msg] = (warnings[msg] ?? 0) + 1;
+  }
+  if (Object.keys(warnings).length) log(`  the restarted manager's warnings (last 64 KiB of its log): ${Object.entries(warnings).map(([k, n]) => `${n}× ${k}`).join("; ")}`);
   await fleet.close();
 
   log(`baseline: a bare node:http2 server holding ${N} streams, and its broadcast to them`);
@@ -418,7 +433,7 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
     connect_ms: fleet.connected.ms,
     rss_kib: { settle_only: { before, after }, forced_gc: { before: beforeGc, after: afterGc, bare_before: bareBefore, bare_after: bareAfter } },
     fan_out: { ongrid_runs: fanRuns, baseline_runs_ms: bareFan, baseline_cpu_ms: bareCpu },
-    restart: { back_ms: back, manager_listening_after_ms: upMs, peak_rss_kib: peakKb, settled_rss_kib: settledAfter, welcomes_per_second: perSecond, sim_stats: stats },
+    restart: { back_ms: back, manager_listening_after_ms: upMs, inventory_requests: stats.inventoryRequests - asked, manager_warnings: warnings, peak_rss_kib: peakKb, settled_rss_kib: settledAfter, welcomes_per_second: perSecond, sim_stats: stats },
   };
   return proc;
 }

@@ -111,6 +111,8 @@ const state = {
   lost: 0,
   lostReasons: [] as string[],
   welcomes: 0,
+  /** Inventory requests answered (the manager did not hold the inventory the hello named). */
+  inventoryRequests: 0,
   /** Welcome times (ms since mark) since the last `mark`. */
   welcomeTimes: [] as number[],
   markAt: performance.now(),
@@ -168,7 +170,10 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
       "data",
       createDeframer((body) => {
         const f = fromBinary(ConnectResponseSchema, body).frame;
-        if (f.case === "inventoryRequest") sendInventory();
+        if (f.case === "inventoryRequest") {
+          state.inventoryRequests++;
+          sendInventory();
+        }
         else if (f.case === "welcome") {
           // A manager that predates digests welcomes without one, before it has the skills.
           if (o.hello !== "full" && !f.value.inventoryDigest) sendInventory();
@@ -308,6 +313,7 @@ serveWorker(async (msg: WorkerMessage) => {
         failedAnswers: state.failedAnswers,
         cancelled: state.cancelled,
         welcomes: state.welcomes,
+        inventoryRequests: state.inventoryRequests,
         sinceMarkMs: performance.now() - state.markAt,
         welcomesPerSecond: msg.histogram ? welcomeHistogram() : undefined,
         lastWelcomeMs: state.welcomeTimes.length ? state.welcomeTimes[state.welcomeTimes.length - 1] : undefined,

@@ -31,6 +31,8 @@ export interface FleetStats {
   failedAnswers: number;
   cancelled: number;
   welcomes: number;
+  /** Inventory requests the edges answered (hellos naming an inventory the manager did not hold). */
+  inventoryRequests: number;
   /** Per-second welcome counts since the last mark (when asked for). */
   welcomesPerSecond?: number[];
   /** Latest welcome, ms after the last mark (max over workers). */
@@ -108,6 +110,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
         failedAnswers: sum("failedAnswers"),
         cancelled: sum("cancelled"),
         welcomes: sum("welcomes"),
+        inventoryRequests: sum("inventoryRequests"),
         ...(histogram ? { welcomesPerSecond: Array.from(hist, (c) => c ?? 0) } : {}),
         ...(last.length ? { lastWelcomeMs: Math.max(...last) } : {}),
       };
