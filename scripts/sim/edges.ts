@@ -173,8 +173,7 @@ function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
         if (f.case === "inventoryRequest") {
           state.inventoryRequests++;
           sendInventory();
-        }
-        else if (f.case === "welcome") {
+        } else if (f.case === "welcome") {
           // A manager that predates digests welcomes without one, before it has the skills.
           if (o.hello !== "full" && !f.value.inventoryDigest) sendInventory();
           edge.welcomed = true;
