@@ -96,7 +96,7 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
   const shown = describeUrl(url);
   const secrets = urlSecrets(url);
   const onnotice = (n: postgres.Notice) => options.log?.debug({ notice: n.message }, "database notice");
-  const connectionOptions = { connect_timeout: 10, onnotice, connection: { application_name: "ongrid-manager" } };
+  const connectionOptions = { connect_timeout: CONNECT_TIMEOUT_S, onnotice, connection: { application_name: "ongrid-manager" } };
   const fail = (err: unknown) =>
     new OngridError(
       "unavailable",
@@ -155,6 +155,9 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
     },
   };
 }
+
+/** How long, in seconds, a connection may take from dialling to ready before postgres.js gives up on it and dials again. */
+export const CONNECT_TIMEOUT_S = 10;
 
 /** The longest wait, in seconds, before a pool connection dials again after a failed connect. */
 export const RECONNECT_MAX_DELAY_S = 1;
