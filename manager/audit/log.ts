@@ -1,5 +1,5 @@
 /** The tamper-evident tool-call log (H1–H3) over drizzle: a batching writer, filtered listing and chain verification. */
-import { and, asc, desc, eq, gt, gte, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gt, gte, lt, or, sql, type SQL } from "drizzle-orm";
 import { errorText } from "../db/error-text.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database, DbLogger } from "../db/client.ts";
@@ -18,19 +18,13 @@ const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 
 /**
- * The stored columns, selected from the jsonb objects one insert statement carries. The insert
- * (drizzle's) names every column of tool_calls in the table's order, so this must list them all,
- * in that order: a column added to the table and not here fails every append (and every audit test).
+ * The stored columns and their types, read from the table's definition: the insert (drizzle's)
+ * names every column of tool_calls in the table's order, and the select below must give them in
+ * the same order, out of the jsonb objects one insert statement carries (toInsertText).
  */
-const INSERT_COLUMNS = sql.raw(
-  "seq, session_id, tool_name, args_json, result_json, error, device_id, started_at, finished_at, duration_ms, " +
-    "caller_user_id, caller_role, decision, decision_reason, approval_id, sop_hash, approved_by, on_behalf_of, prev_hash, row_hash",
-);
-const RECORD_TYPES = sql.raw(
-  "seq bigint, session_id text, tool_name text, args_json jsonb, result_json jsonb, error text, device_id text, " +
-    "started_at timestamptz, finished_at timestamptz, duration_ms integer, caller_user_id text, caller_role text, " +
-    "decision text, decision_reason text, approval_id text, sop_hash text, approved_by text, on_behalf_of text, prev_hash text, row_hash text",
-);
+const COLUMNS = Object.values(getTableColumns(toolCalls));
+const INSERT_COLUMNS = sql.raw(COLUMNS.map((c) => c.name).join(", "));
+const RECORD_TYPES = sql.raw(COLUMNS.map((c) => `${c.name} ${c.getSQLType()}`).join(", "));
 
 /** Options of the audit log. */
 export interface AuditLogOptions {
