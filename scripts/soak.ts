@@ -332,11 +332,12 @@ async function fanOutOnce(l: Load): Promise<void> {
   let events = 0;
   let summary: { targeted: number } | undefined;
   try {
-    for await (const ev of l.admin.fanOutSkill({ key: "host_load", selector, input: { case: "params", value: {} } }, { timeoutMs: CALL_TIMEOUT_MS })) {
-      if (ev.event.case === "edgeResult") {
-        events++;
-        const r = ev.event.value;
-        noteOutcome(a, "fan_out_edge", `host_load on ${r.edgeId} (fan-out ${selector})`, r.error ? { seq: Number(r.auditSeq), code: r.error.code, error: r.error.message } : { seq: Number(r.auditSeq), success: r.result?.success === true });
+    for await (const ev of l.admin.fanOutSkill({ key: "host_load", selector, input: { case: "params", value: {} }, batchResults: true }, { timeoutMs: CALL_TIMEOUT_MS })) {
+      if (ev.event.case === "edgeResults") {
+        for (const r of ev.event.value.results) {
+          events++;
+          noteOutcome(a, "fan_out_edge", `host_load on ${r.edgeId} (fan-out ${selector})`, r.error ? { seq: Number(r.auditSeq), code: r.error.code, error: r.error.message } : { seq: Number(r.auditSeq), success: r.result?.success === true });
+        }
       } else if (ev.event.case === "summary") summary = ev.event.value;
     }
   } catch (err) {

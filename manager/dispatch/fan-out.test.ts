@@ -2,12 +2,13 @@
  * fanOut's own wiring, against a stand-in dispatcher and hub: the calls share one signal of the
  * fan-out's own that the caller's abort reaches, and one SharedWork; results stream in completion order, the summary counts them; the
  * fan-out holds one slot of skills.max_calls_per_user until its last call settles, its calls take
- * none, and a reader that stops early cancels the calls still running.
+ * none, and a reader that stops early cancels the calls still running; fanOutBatches hands over
+ * the results that are ready together, at most maxBatch at a time, without holding one back.
  * (The real dispatcher, hub and edges are exercised in test/edge.e2e.test.ts and test/user-call-limit.e2e.test.ts.)
  */
 import { describe, expect, it } from "vitest";
 import { OngridError } from "../../skill/errors.ts";
-import { fanOut, type FanOutEvent } from "./fan-out.ts";
+import { fanOut, fanOutBatches, type FanOutEvent } from "./fan-out.ts";
 import type { Dispatcher } from "./dispatch.ts";
 import type { Hub } from "../tunnel/hub.ts";
 
@@ -136,5 +137,33 @@ describe("fanOut", () => {
     expect(err).toMatchObject({ code: "resource_exhausted" });
     expect(slots.refused.map((e) => e.code)).toEqual(["resource_exhausted"]);
     expect(signals).toHaveLength(0);
+  });
+});
+
+describe("fanOutBatches", () => {
+  it("hands over the results ready together in batches of at most maxBatch, each result once, the summary alone and last", async () => {
+    // All seven settle in the same turn: the reader finds them queued together.
+    const { deps } = fakes(7, async () => {});
+    const batches: FanOutEvent[][] = [];
+    for await (const b of fanOutBatches(deps, { key: "k", edgeIds: [], selector: "team=a", caller: { userId: "u", role: "operator" } }, 3)) batches.push(b);
+    expect(batches.map((b) => b.length)).toEqual([3, 3, 1, 1]);
+    const edges = batches.slice(0, -1).flat();
+    expect(edges.every((e) => e.kind === "edge")).toBe(true);
+    expect(edges.map((e) => (e.kind === "edge" ? e.edgeId : "")).sort()).toEqual(["e0", "e1", "e2", "e3", "e4", "e5", "e6"]);
+    expect(batches.at(-1)).toEqual([expect.objectContaining({ kind: "summary", targeted: 7, succeeded: 7 })]);
+  });
+
+  it("does not hold a ready result back waiting for others", async () => {
+    // e0 answers at once, the others only when released: e0 must arrive on its own before that.
+    let release!: () => void;
+    const later = new Promise<void>((r) => (release = r));
+    const { deps } = fakes(3, (id) => (id === "e0" ? Promise.resolve() : later));
+    const gen = fanOutBatches(deps, { key: "k", edgeIds: [], selector: "team=a", caller: { userId: "u", role: "operator" } }, 100);
+    const first = await gen.next();
+    expect(first.value).toEqual([expect.objectContaining({ kind: "edge", edgeId: "e0" })]);
+    release();
+    const rest: FanOutEvent[][] = [];
+    for await (const b of gen) rest.push(b);
+    expect(rest.flat().map((e) => (e.kind === "edge" ? e.edgeId : e.kind))).toEqual(["e1", "e2", "summary"]);
   });
 });

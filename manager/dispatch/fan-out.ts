@@ -47,6 +47,16 @@ async function takeSlot(dispatcher: Dispatcher, input: FanOutInput): Promise<() 
  * settled; a reader that stops early cancels the calls still running.
  */
 export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input: FanOutInput): AsyncGenerator<FanOutEvent> {
+  for await (const batch of fanOutBatches(deps, input)) yield* batch;
+}
+
+/**
+ * fanOut's events in batches: each batch holds the results that had arrived when the reader
+ * asked for more (at most `maxBatch`, never none), in completion order; the summary comes alone,
+ * last. A reader that writes each batch as one message pays the per-message cost once for all
+ * of them, and no result waits for another.
+ */
+export async function* fanOutBatches(deps: { dispatcher: Dispatcher; hub: Hub }, input: FanOutInput, maxBatch = Number.MAX_SAFE_INTEGER): AsyncGenerator<FanOutEvent[]> {
   const started = Date.now();
   if (!input.edgeIds.length && !input.selector.trim()) {
     await deps.dispatcher.refuse(
@@ -132,10 +142,10 @@ export async function* fanOut(deps: { dispatcher: Dispatcher; hub: Hub }, input:
     while (remaining > 0 || queue.length) {
       if (!queue.length) await new Promise<void>((r) => (wake = r));
       wake = undefined;
-      // Take the whole queue at once (shift() on a queue of thousands is O(n) each).
-      for (const ev of queue.splice(0)) yield ev;
+      // Take the queue in whole batches (shift() on a queue of thousands is O(n) each).
+      while (queue.length) yield queue.length <= maxBatch ? queue.splice(0) : queue.splice(0, maxBatch);
     }
-    yield { kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut };
+    yield [{ kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut }];
   } finally {
     ended = true;
     input.signal?.removeEventListener("abort", onCallerAbort);

@@ -47,6 +47,8 @@ export function routes(deps: {
   router: Router;
   agent: Agent;
   database: Database;
+  /** skills.output_cap_bytes: bounds the results one batched fan-out message carries. */
+  outputCapBytes: number;
 }) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));

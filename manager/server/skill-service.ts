@@ -1,9 +1,10 @@
 /** ongrid.v1.SkillService: list, get, execute and fan out skills over Connect, gRPC and gRPC-Web. */
 import type { ServiceImpl } from "@connectrpc/connect";
-import { SkillService, type ExecuteSkillRequest } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { SkillService, type ExecuteSkillRequest, type FanOutEdgeResultSchema } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import type { SkillRegistry } from "../../skill/registry.ts";
 import type { Dispatcher } from "../dispatch/dispatch.ts";
-import { fanOut } from "../dispatch/fan-out.ts";
+import { fanOutBatches, type FanOutEvent } from "../dispatch/fan-out.ts";
 import { listInventory } from "../registry/inventory.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { classFromProto, metadataToProto, resultToProto, scopeFromProto } from "./convert.ts";
@@ -29,9 +30,31 @@ function paramsOf(input: ExecuteSkillRequest["input"]): { params?: unknown; para
   return input.case === "params" ? { params: input.value } : input.case === "paramsJson" ? { paramsJson: input.value } : {};
 }
 
+/** The most edge results one batched FanOutSkill message carries. */
+const MAX_RESULTS_PER_MESSAGE = 256;
+/** What the results of one batched message may add up to at most, each counted at the output cap plus its envelope. */
+const BATCH_BYTES = 3 * 1024 * 1024;
+/** Room counted for a result's envelope besides its output: edge id, error message and hint, numbers. */
+const ENVELOPE_BYTES = 4096;
+
+/**
+ * Results a batched FanOutSkill message may carry: 256, fewer when skills.output_cap_bytes is
+ * large, so that a batch of results all at the cap stays under 4 MiB (gRPC clients' default
+ * message limit). With the default cap (64 KiB): 45.
+ */
+export function resultsPerMessage(outputCapBytes: number): number {
+  return Math.max(1, Math.min(MAX_RESULTS_PER_MESSAGE, Math.floor(BATCH_BYTES / (outputCapBytes + ENVELOPE_BYTES))));
+}
+
+/** One edge's event as the contract's FanOutEdgeResult. */
+function edgeResultToProto(ev: Extract<FanOutEvent, { kind: "edge" }>): MessageInitShape<typeof FanOutEdgeResultSchema> {
+  return { edgeId: ev.edgeId, result: ev.result ? resultToProto(ev.result) : undefined, error: ev.error, auditSeq: BigInt(ev.auditSeq) };
+}
+
 /** Builds the SkillService implementation over the registry, the hub and the dispatcher. */
-export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; packs?: PackSet }): ServiceImpl<typeof SkillService> {
+export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; packs?: PackSet; outputCapBytes: number }): ServiceImpl<typeof SkillService> {
   const { registry, hub, dispatcher, packs } = deps;
+  const perMessage = resultsPerMessage(deps.outputCapBytes);
   return {
     rescanPacks() {
       if (!packs) {
@@ -73,7 +96,7 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
       return { result: out.result ? resultToProto(out.result) : undefined, auditSeq: BigInt(out.auditSeq), approval: out.approval ? approvalToProto(out.approval) : undefined };
     },
     async *fanOutSkill(req, ctx) {
-      for await (const ev of fanOut(
+      const batches = fanOutBatches(
         { dispatcher, hub },
         {
           key: req.key,
@@ -87,16 +110,16 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
           mode: modeFromProto(req.permissionMode),
           playbook: req.playbook || undefined,
         },
-      )) {
-        if (ev.kind === "edge") {
-          yield {
-            event: {
-              case: "edgeResult",
-              value: { edgeId: ev.edgeId, result: ev.result ? resultToProto(ev.result) : undefined, error: ev.error, auditSeq: BigInt(ev.auditSeq) },
-            },
-          };
+        req.batchResults ? perMessage : Number.MAX_SAFE_INTEGER,
+      );
+      for await (const batch of batches) {
+        const first = batch[0]!;
+        if (first.kind === "summary") {
+          yield { event: { case: "summary", value: { targeted: first.targeted, succeeded: first.succeeded, failed: first.failed, timedOut: first.timedOut, durationMs: first.durationMs, leftOut: first.leftOut } } };
+        } else if (req.batchResults) {
+          yield { event: { case: "edgeResults", value: { results: (batch as Array<typeof first>).map(edgeResultToProto) } } };
         } else {
-          yield { event: { case: "summary", value: { targeted: ev.targeted, succeeded: ev.succeeded, failed: ev.failed, timedOut: ev.timedOut, durationMs: ev.durationMs, leftOut: ev.leftOut } } };
+          for (const ev of batch as Array<typeof first>) yield { event: { case: "edgeResult", value: edgeResultToProto(ev) } };
         }
       }
     },

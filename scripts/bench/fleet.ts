@@ -329,8 +329,8 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
     const t0 = performance.now();
     let results = 0;
     let summary: { durationMs: number; succeeded: number; targeted: number } | undefined;
-    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "bench=1", input: { case: "params", value: { text: "x" } } }, { timeoutMs: 300_000 })) {
-      if (ev.event.case === "edgeResult") results++;
+    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "bench=1", input: { case: "params", value: { text: "x" } }, batchResults: true }, { timeoutMs: 300_000 })) {
+      if (ev.event.case === "edgeResults") results += ev.event.value.results.length;
       else if (ev.event.case === "summary") summary = ev.event.value;
     }
     const ms = performance.now() - t0;

@@ -8,7 +8,8 @@
  * N edges (default 3000), RUNS timed fan-outs after one warm-up (default 8), DB a PostgreSQL URL
  * (default: PGlite in a temporary directory), PROF where to write the .cpuprofile (default: no
  * profile). MODE=rpc runs each fan-out as a FanOutSkill call over gRPC from a connect client in
- * this process (the client's decoding then counts as this process's CPU). Prints the fan-out
+ * this process (the client's decoding then counts as this process's CPU), with batch_results unless
+ * BATCH=0 (one message per result). Prints the fan-out
  * times, their median and the CPU each process used per edge call.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -35,14 +36,16 @@ const fleet = await startFleet({ url: m.url, edges, processes: 1, labels: { fp: 
 console.log("connected", fleet.connected.connected);
 const caller = { userId: "admin", role: "admin" };
 const rpc = process.env.MODE === "rpc";
+const single = process.env.BATCH === "0";
 const token = m.bootstrapToken ?? (await m.identity.createToken("admin", { description: "profile-fanout" })).token;
 const skills = createClient(SkillService, createGrpcTransport({ baseUrl: m.url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] }));
 async function once(): Promise<number> {
   const t0 = performance.now();
   let ok = 0;
   if (rpc) {
-    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "fp=1", input: { case: "params", value: { text: "x" } } }, { timeoutMs: 300_000 })) {
+    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "fp=1", input: { case: "params", value: { text: "x" } }, batchResults: !single }, { timeoutMs: 300_000 })) {
       if (ev.event.case === "edgeResult" && ev.event.value.result?.success) ok++;
+      else if (ev.event.case === "edgeResults") ok += ev.event.value.results.filter((r) => r.result?.success).length;
     }
   } else {
     for await (const ev of fanOut({ dispatcher: m.dispatcher, hub: m.hub }, { key: BENCH_SKILL, params: { text: "x" }, edgeIds: [], selector: "fp=1", caller })) {

@@ -205,20 +205,33 @@ async function main(): Promise<number> {
   await mgrGc?.close();
   log(`manager VmRSS ${mib(mgrBefore)} → ${mib(mgrAfter)} MiB; after forced GC ${mib(mgrBeforeGc)} → ${mib(mgrAfterGc)} MiB`);
 
-  log(`fan-out: FanOutSkill selector "bench=1", 1 warm-up + ${FAN_OUT_RUNS} runs`);
-  const fanRuns: Array<{ ms: number; managerMs: number; results: number; succeeded: number; failed: number; timedOut: number }> = [];
-  for (let i = 0; i <= FAN_OUT_RUNS; i++) {
+  log(`fan-out: FanOutSkill selector "bench=1" with batch_results, and one message per result, alternating: 1 warm-up + ${FAN_OUT_RUNS} runs each`);
+  type FanRun = { ms: number; managerMs: number; results: number; messages: number; succeeded: number; failed: number; timedOut: number };
+  const fanOnce = async (batchResults: boolean, i: number): Promise<FanRun> => {
     const t0 = performance.now();
     let results = 0;
+    let messages = 0;
     let summary: { durationMs: number; succeeded: number; failed: number; timedOut: number; targeted: number } | undefined;
-    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "bench=1", input: { case: "params", value: { text: "x" } } }, { timeoutMs: 300_000 })) {
+    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "bench=1", input: { case: "params", value: { text: "x" } }, batchResults }, { timeoutMs: 300_000 })) {
+      messages++;
       if (ev.event.case === "edgeResult") results++;
+      else if (ev.event.case === "edgeResults") results += ev.event.value.results.length;
       else if (ev.event.case === "summary") summary = ev.event.value;
     }
     const ms = performance.now() - t0;
     if (!summary) throw new Error("FanOutSkill ended without a summary");
-    if (summary.targeted !== N || summary.succeeded !== N) log(`warning: fan-out run ${i} targeted ${summary.targeted}, succeeded ${summary.succeeded}, failed ${summary.failed}`);
-    if (i > 0) fanRuns.push({ ms, managerMs: summary.durationMs, results, succeeded: summary.succeeded, failed: summary.failed, timedOut: summary.timedOut });
+    if (summary.targeted !== N || summary.succeeded !== N || results !== N) log(`warning: fan-out run ${i} targeted ${summary.targeted}, succeeded ${summary.succeeded}, failed ${summary.failed}, ${results} results received`);
+    return { ms, managerMs: summary.durationMs, results, messages, succeeded: summary.succeeded, failed: summary.failed, timedOut: summary.timedOut };
+  };
+  const fanRuns: FanRun[] = [];
+  const fanRunsSingle: FanRun[] = [];
+  for (let i = 0; i <= FAN_OUT_RUNS; i++) {
+    const batched = await fanOnce(true, i);
+    const single = await fanOnce(false, i);
+    if (i > 0) {
+      fanRuns.push(batched);
+      fanRunsSingle.push(single);
+    }
   }
   const simStats = await sim.request<{ connected: number; lost: number; lostReasons: string[]; answered: number }>({ cmd: "stats" }, 10_000);
   await sim.request({ cmd: "close" }, 30_000);
@@ -258,7 +271,8 @@ async function main(): Promise<number> {
     infoRow("tunnel round trip manager→edge→manager p99", "ms", quantile(hubRt, 0.99), quantile(bareRt, 0.99)),
     infoRow("ExecuteSkill client→manager→edge→client p50 (validated, gated, audited)", "ms", quantile(rt, 0.5), quantile(bareRt, 0.5)),
     infoRow("ExecuteSkill client→manager→edge→client p99", "ms", quantile(rt, 0.99), quantile(bareRt, 0.99)),
-    ratioRow(`fan-out to ${N} edges, median of ${FAN_OUT_RUNS}`, "ms", median(fanRuns.map((r) => r.ms)), median(bareFan), 2),
+    ratioRow(`fan-out to ${N} edges (batch_results), median of ${FAN_OUT_RUNS}`, "ms", median(fanRuns.map((r) => r.ms)), median(bareFan), 2),
+    infoRow(`fan-out to ${N} edges, one message per result, median of ${FAN_OUT_RUNS}`, "ms", median(fanRunsSingle.map((r) => r.ms)), median(bareFan)),
     boundRow("manager RSS per idle edge, 3 s settle", "KB", mgrPerEdgeKb, barePerStreamKb, 45),
     boundRow("manager RSS per idle edge, forced full GC", "KB", perEdge(mgrBeforeGc, mgrAfterGc), perEdge(bareBeforeGc, bareAfterGc), 45),
     infoRow("edge binary size", "MiB", binMiB),
@@ -281,7 +295,7 @@ async function main(): Promise<number> {
       enrol_ms: enrolMs,
       tunnel_round_trip_ms: { ongrid: { p50: quantile(hubRt, 0.5), p90: quantile(hubRt, 0.9), p99: quantile(hubRt, 0.99), max: Math.max(...hubRt) } },
       round_trip_ms: { ongrid: { p50: quantile(rt, 0.5), p90: quantile(rt, 0.9), p99: quantile(rt, 0.99), max: Math.max(...rt) }, baseline: { p50: quantile(bareRt, 0.5), p90: quantile(bareRt, 0.9), p99: quantile(bareRt, 0.99), max: Math.max(...bareRt) } },
-      fan_out: { ongrid_runs: fanRuns, baseline_runs_ms: bareFan, sim_edges: { connect_ms: simConn.ms, ...simStats } },
+      fan_out: { ongrid_runs: fanRuns, ongrid_runs_one_message_per_result: fanRunsSingle, baseline_runs_ms: bareFan, sim_edges: { connect_ms: simConn.ms, ...simStats } },
       rss_kib: {
         settle_only: { manager_before: mgrBefore, manager_after: mgrAfter, bare_before: bareBefore, bare_after: bareAfter },
         forced_gc: { manager_before: mgrBeforeGc, manager_after: mgrAfterGc, bare_before: bareBeforeGc, bare_after: bareAfterGc },

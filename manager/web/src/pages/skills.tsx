@@ -141,9 +141,11 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
       if (fanOut) {
         const rows: FanOutEdgeResult[] = [];
         setOutcome({ kind: "fanout", rows: [] });
-        for await (const ev of api.skills.fanOutSkill({ key: skill.key, input: { case: "params", value: params }, selector: selector.trim() }, { signal: ac.signal })) {
-          if (ev.event.case === "edgeResult") {
-            rows.push(ev.event.value);
+        // Results come in batches (whatever had arrived when the manager wrote), one render each.
+        for await (const ev of api.skills.fanOutSkill({ key: skill.key, input: { case: "params", value: params }, selector: selector.trim(), batchResults: true }, { signal: ac.signal })) {
+          if (ev.event.case === "edgeResults" || ev.event.case === "edgeResult") {
+            if (ev.event.case === "edgeResults") rows.push(...ev.event.value.results);
+            else rows.push(ev.event.value);
             setOutcome({ kind: "fanout", rows: [...rows] });
           } else if (ev.event.case === "summary") {
             setOutcome({ kind: "fanout", rows: [...rows], summary: ev.event.value });

@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/skill_service.proto.
  */
 export const file_ongrid_v1_skill_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKUAgoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA0SMgoPcGVybWlzc2lvbl9tb2RlGAcgASgOMhkub25ncmlkLnYxLlBlcm1pc3Npb25Nb2RlEgsKA3NvcBgIIAEoCRIZChF3YWl0X2Zvcl9hcHByb3ZhbBgJIAEoCBIQCghwbGF5Ym9vaxgKIAEoCUIHCgVpbnB1dCJ4ChRFeGVjdXRlU2tpbGxSZXNwb25zZRImCgZyZXN1bHQYASABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSEQoJYXVkaXRfc2VxGAIgASgEEiUKCGFwcHJvdmFsGAMgASgLMhMub25ncmlkLnYxLkFwcHJvdmFsIocCChJGYW5PdXRTa2lsbFJlcXVlc3QSCwoDa2V5GAEgASgJEikKBnBhcmFtcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIVCgtwYXJhbXNfanNvbhgDIAEoCUgAEhAKCGVkZ2VfaWRzGAQgAygJEhAKCHNlbGVjdG9yGAUgASgJEhsKE3Blcl9lZGdlX3RpbWVvdXRfbXMYBiABKA0SEgoKc2Vzc2lvbl9pZBgHIAEoCRIyCg9wZXJtaXNzaW9uX21vZGUYCCABKA4yGS5vbmdyaWQudjEuUGVybWlzc2lvbk1vZGUSEAoIcGxheWJvb2sYCSABKAlCBwoFaW5wdXQifwoTRmFuT3V0U2tpbGxSZXNwb25zZRIyCgtlZGdlX3Jlc3VsdBgBIAEoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0SAASKwoHc3VtbWFyeRgCIAEoCzIYLm9uZ3JpZC52MS5GYW5PdXRTdW1tYXJ5SABCBwoFZXZlbnQihAEKEEZhbk91dEVkZ2VSZXN1bHQSDwoHZWRnZV9pZBgBIAEoCRImCgZyZXN1bHQYAiABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSJAoFZXJyb3IYAyABKAsyFS5vbmdyaWQudjEuU2tpbGxFcnJvchIRCglhdWRpdF9zZXEYBCABKAQifgoNRmFuT3V0U3VtbWFyeRIQCgh0YXJnZXRlZBgBIAEoDRIRCglzdWNjZWVkZWQYAiABKA0SDgoGZmFpbGVkGAMgASgNEhEKCXRpbWVkX291dBgEIAEoDRITCgtkdXJhdGlvbl9tcxgFIAEoDRIQCghsZWZ0X291dBgGIAEoDSIUChJSZXNjYW5QYWNrc1JlcXVlc3QiaAoTUmVzY2FuUGFja3NSZXNwb25zZRINCgVhZGRlZBgBIAMoCRIPCgdjaGFuZ2VkGAIgAygJEg8KB3JlbW92ZWQYAyADKAkSDgoGbG9hZGVkGAQgAygJEhAKCHByb2JsZW1zGAUgAygJMpcDCgxTa2lsbFNlcnZpY2USTgoKTGlzdFNraWxscxIcLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVxdWVzdBodLm9uZ3JpZC52MS5MaXN0U2tpbGxzUmVzcG9uc2UiA5ACARJICghHZXRTa2lsbBIaLm9uZ3JpZC52MS5HZXRTa2lsbFJlcXVlc3QaGy5vbmdyaWQudjEuR2V0U2tpbGxSZXNwb25zZSIDkAIBEk8KDEV4ZWN1dGVTa2lsbBIeLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXF1ZXN0Gh8ub25ncmlkLnYxLkV4ZWN1dGVTa2lsbFJlc3BvbnNlEk4KC0Zhbk91dFNraWxsEh0ub25ncmlkLnYxLkZhbk91dFNraWxsUmVxdWVzdBoeLm9uZ3JpZC52MS5GYW5PdXRTa2lsbFJlc3BvbnNlMAESTAoLUmVzY2FuUGFja3MSHS5vbmdyaWQudjEuUmVzY2FuUGFja3NSZXF1ZXN0Gh4ub25ncmlkLnYxLlJlc2NhblBhY2tzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_ongrid_v1_approval_service, file_ongrid_v1_skill]);
+  fileDesc("Ch1vbmdyaWQvdjEvc2tpbGxfc2VydmljZS5wcm90bxIJb25ncmlkLnYxIoIBChFMaXN0U2tpbGxzUmVxdWVzdBIkCgVzY29wZRgBIAEoDjIVLm9uZ3JpZC52MS5Ta2lsbFNjb3BlEiQKBWNsYXNzGAIgASgOMhUub25ncmlkLnYxLlNraWxsQ2xhc3MSEAoIY2F0ZWdvcnkYAyABKAkSDwoHZWRnZV9pZBgEIAEoCSI5ChJMaXN0U2tpbGxzUmVzcG9uc2USIwoGc2tpbGxzGAEgAygLMhMub25ncmlkLnYxLk1ldGFkYXRhIh4KD0dldFNraWxsUmVxdWVzdBILCgNrZXkYASABKAkiNgoQR2V0U2tpbGxSZXNwb25zZRIiCgVza2lsbBgBIAEoCzITLm9uZ3JpZC52MS5NZXRhZGF0YSKUAgoTRXhlY3V0ZVNraWxsUmVxdWVzdBILCgNrZXkYASABKAkSKQoGcGFyYW1zGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEhUKC3BhcmFtc19qc29uGAMgASgJSAASDwoHZWRnZV9pZBgEIAEoCRISCgpzZXNzaW9uX2lkGAUgASgJEhIKCnRpbWVvdXRfbXMYBiABKA0SMgoPcGVybWlzc2lvbl9tb2RlGAcgASgOMhkub25ncmlkLnYxLlBlcm1pc3Npb25Nb2RlEgsKA3NvcBgIIAEoCRIZChF3YWl0X2Zvcl9hcHByb3ZhbBgJIAEoCBIQCghwbGF5Ym9vaxgKIAEoCUIHCgVpbnB1dCJ4ChRFeGVjdXRlU2tpbGxSZXNwb25zZRImCgZyZXN1bHQYASABKAsyFi5vbmdyaWQudjEuU2tpbGxSZXN1bHQSEQoJYXVkaXRfc2VxGAIgASgEEiUKCGFwcHJvdmFsGAMgASgLMhMub25ncmlkLnYxLkFwcHJvdmFsIp4CChJGYW5PdXRTa2lsbFJlcXVlc3QSCwoDa2V5GAEgASgJEikKBnBhcmFtcxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIVCgtwYXJhbXNfanNvbhgDIAEoCUgAEhAKCGVkZ2VfaWRzGAQgAygJEhAKCHNlbGVjdG9yGAUgASgJEhsKE3Blcl9lZGdlX3RpbWVvdXRfbXMYBiABKA0SEgoKc2Vzc2lvbl9pZBgHIAEoCRIyCg9wZXJtaXNzaW9uX21vZGUYCCABKA4yGS5vbmdyaWQudjEuUGVybWlzc2lvbk1vZGUSEAoIcGxheWJvb2sYCSABKAkSFQoNYmF0Y2hfcmVzdWx0cxgKIAEoCEIHCgVpbnB1dCK1AQoTRmFuT3V0U2tpbGxSZXNwb25zZRIyCgtlZGdlX3Jlc3VsdBgBIAEoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0SAASKwoHc3VtbWFyeRgCIAEoCzIYLm9uZ3JpZC52MS5GYW5PdXRTdW1tYXJ5SAASNAoMZWRnZV9yZXN1bHRzGAMgASgLMhwub25ncmlkLnYxLkZhbk91dEVkZ2VSZXN1bHRzSABCBwoFZXZlbnQiQQoRRmFuT3V0RWRnZVJlc3VsdHMSLAoHcmVzdWx0cxgBIAMoCzIbLm9uZ3JpZC52MS5GYW5PdXRFZGdlUmVzdWx0IoQBChBGYW5PdXRFZGdlUmVzdWx0Eg8KB2VkZ2VfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYub25ncmlkLnYxLlNraWxsUmVzdWx0EiQKBWVycm9yGAMgASgLMhUub25ncmlkLnYxLlNraWxsRXJyb3ISEQoJYXVkaXRfc2VxGAQgASgEIn4KDUZhbk91dFN1bW1hcnkSEAoIdGFyZ2V0ZWQYASABKA0SEQoJc3VjY2VlZGVkGAIgASgNEg4KBmZhaWxlZBgDIAEoDRIRCgl0aW1lZF9vdXQYBCABKA0SEwoLZHVyYXRpb25fbXMYBSABKA0SEAoIbGVmdF9vdXQYBiABKA0iFAoSUmVzY2FuUGFja3NSZXF1ZXN0ImgKE1Jlc2NhblBhY2tzUmVzcG9uc2USDQoFYWRkZWQYASADKAkSDwoHY2hhbmdlZBgCIAMoCRIPCgdyZW1vdmVkGAMgAygJEg4KBmxvYWRlZBgEIAMoCRIQCghwcm9ibGVtcxgFIAMoCTKXAwoMU2tpbGxTZXJ2aWNlEk4KCkxpc3RTa2lsbHMSHC5vbmdyaWQudjEuTGlzdFNraWxsc1JlcXVlc3QaHS5vbmdyaWQudjEuTGlzdFNraWxsc1Jlc3BvbnNlIgOQAgESSAoIR2V0U2tpbGwSGi5vbmdyaWQudjEuR2V0U2tpbGxSZXF1ZXN0Ghsub25ncmlkLnYxLkdldFNraWxsUmVzcG9uc2UiA5ACARJPCgxFeGVjdXRlU2tpbGwSHi5vbmdyaWQudjEuRXhlY3V0ZVNraWxsUmVxdWVzdBofLm9uZ3JpZC52MS5FeGVjdXRlU2tpbGxSZXNwb25zZRJOCgtGYW5PdXRTa2lsbBIdLm9uZ3JpZC52MS5GYW5PdXRTa2lsbFJlcXVlc3QaHi5vbmdyaWQudjEuRmFuT3V0U2tpbGxSZXNwb25zZTABEkwKC1Jlc2NhblBhY2tzEh0ub25ncmlkLnYxLlJlc2NhblBhY2tzUmVxdWVzdBoeLm9uZ3JpZC52MS5SZXNjYW5QYWNrc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_ongrid_v1_approval_service, file_ongrid_v1_skill]);
 
 /**
  * ListSkillsRequest filters the listing; empty fields match everything.
@@ -333,6 +333,17 @@ export type FanOutSkillRequest = Message<"ongrid.v1.FanOutSkillRequest"> & {
    * @generated from field: string playbook = 9;
    */
   playbook: string;
+
+  /**
+   * Send edge results in batches (edge_results events) instead of one message each: every
+   * result that is ready when the manager writes goes out in one message, so no result waits
+   * for another. A batch holds at most 256 results, and fewer when skills.output_cap_bytes is
+   * large, so that a full batch stays under 4 MiB. Worth setting for fan-outs to many edges:
+   * each message costs both sides far more than the bytes of one result.
+   *
+   * @generated from field: bool batch_results = 10;
+   */
+  batchResults: boolean;
 };
 
 /**
@@ -343,7 +354,8 @@ export const FanOutSkillRequestSchema: GenMessage<FanOutSkillRequest> = /*@__PUR
   messageDesc(file_ongrid_v1_skill_service, 6);
 
 /**
- * FanOutSkillResponse is one event of a fan-out: an edge's result, or the final summary.
+ * FanOutSkillResponse is one event of a fan-out: an edge's result (or a batch of them, when
+ * the request set batch_results), or the final summary.
  *
  * @generated from message ongrid.v1.FanOutSkillResponse
  */
@@ -369,6 +381,14 @@ export type FanOutSkillResponse = Message<"ongrid.v1.FanOutSkillResponse"> & {
      */
     value: FanOutSummary;
     case: "summary";
+  } | {
+    /**
+     * Several edges' outcomes, in the order they arrived (only when batch_results was set).
+     *
+     * @generated from field: ongrid.v1.FanOutEdgeResults edge_results = 3;
+     */
+    value: FanOutEdgeResults;
+    case: "edgeResults";
   } | { case: undefined; value?: undefined };
 };
 
@@ -378,6 +398,27 @@ export type FanOutSkillResponse = Message<"ongrid.v1.FanOutSkillResponse"> & {
  */
 export const FanOutSkillResponseSchema: GenMessage<FanOutSkillResponse> = /*@__PURE__*/
   messageDesc(file_ongrid_v1_skill_service, 7);
+
+/**
+ * FanOutEdgeResults is a batch of edge outcomes.
+ *
+ * @generated from message ongrid.v1.FanOutEdgeResults
+ */
+export type FanOutEdgeResults = Message<"ongrid.v1.FanOutEdgeResults"> & {
+  /**
+   * The outcomes, in the order they arrived; never empty.
+   *
+   * @generated from field: repeated ongrid.v1.FanOutEdgeResult results = 1;
+   */
+  results: FanOutEdgeResult[];
+};
+
+/**
+ * Describes the message ongrid.v1.FanOutEdgeResults.
+ * Use `create(FanOutEdgeResultsSchema)` to create a new message.
+ */
+export const FanOutEdgeResultsSchema: GenMessage<FanOutEdgeResults> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_skill_service, 8);
 
 /**
  * FanOutEdgeResult is the outcome of the call on one edge.
@@ -419,7 +460,7 @@ export type FanOutEdgeResult = Message<"ongrid.v1.FanOutEdgeResult"> & {
  * Use `create(FanOutEdgeResultSchema)` to create a new message.
  */
 export const FanOutEdgeResultSchema: GenMessage<FanOutEdgeResult> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_skill_service, 8);
+  messageDesc(file_ongrid_v1_skill_service, 9);
 
 /**
  * FanOutSummary closes a fan-out.
@@ -476,7 +517,7 @@ export type FanOutSummary = Message<"ongrid.v1.FanOutSummary"> & {
  * Use `create(FanOutSummarySchema)` to create a new message.
  */
 export const FanOutSummarySchema: GenMessage<FanOutSummary> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_skill_service, 9);
+  messageDesc(file_ongrid_v1_skill_service, 10);
 
 /**
  * RescanPacksRequest has no fields: the manager rescans its configured directories.
@@ -491,7 +532,7 @@ export type RescanPacksRequest = Message<"ongrid.v1.RescanPacksRequest"> & {
  * Use `create(RescanPacksRequestSchema)` to create a new message.
  */
 export const RescanPacksRequestSchema: GenMessage<RescanPacksRequest> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_skill_service, 10);
+  messageDesc(file_ongrid_v1_skill_service, 11);
 
 /**
  * RescanPacksResponse says what the rescan changed and what it refused.
@@ -540,7 +581,7 @@ export type RescanPacksResponse = Message<"ongrid.v1.RescanPacksResponse"> & {
  * Use `create(RescanPacksResponseSchema)` to create a new message.
  */
 export const RescanPacksResponseSchema: GenMessage<RescanPacksResponse> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_skill_service, 11);
+  messageDesc(file_ongrid_v1_skill_service, 12);
 
 /**
  * SkillService lists skills and executes them; every execution writes one audit row.
