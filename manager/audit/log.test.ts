@@ -157,6 +157,23 @@ describeBothBackends("audit log", (backend) => {
     await expect(audit.append(rec({ startedAt: new Date("nope") }))).rejects.toThrow(/startedAt is not a valid date/);
   });
 
+  test("text and JSON with tabs, newlines, carriage returns, backslashes, \\N and \\. come back unchanged; null args are stored as NULL", async () => {
+    // PGlite's writer sends COPY text, where these are the characters with a meaning of their own.
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    const nasty = "a\tb\nc\rd\\e \\N \\.\n\\.\n";
+    const row = await audit.append(
+      rec({ sessionId: nasty, toolName: `t${nasty}`, deviceId: nasty, error: nasty, decisionReason: nasty, callerUserId: nasty, args: { [nasty]: nasty, list: [nasty, "\\"] }, result: { output: nasty } }),
+    );
+    expect(row).toMatchObject({ sessionId: nasty, toolName: `t${nasty}`, deviceId: nasty, error: nasty, decisionReason: nasty, callerUserId: nasty });
+    const bare = await audit.append(rec({ args: null, result: null }));
+    const back = await audit.list({ limit: 10 });
+    expect(back).toEqual([row, bare]);
+    const [raw] = await store.query<{ args_null: boolean; result_null: boolean }>("select args_json is null as args_null, result_json is null as result_null from tool_calls where seq = 2");
+    expect(raw).toEqual({ args_null: true, result_null: true });
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 2 });
+  });
+
   test("200 concurrent appends get seq 1..200 with an intact chain", async () => {
     const audit = createAuditLog(await backend.open());
     const rows = await Promise.all(Array.from({ length: 200 }, (_, i) => audit.append(rec({ sessionId: `c${i}` }))));

@@ -1,11 +1,11 @@
 /** The tamper-evident tool-call log (H1–H3) over drizzle: a batching writer, filtered listing and chain verification. */
-import { and, asc, desc, eq, getTableColumns, gt, gte, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, getTableName, gt, gte, lt, or, sql, type SQL } from "drizzle-orm";
 import { errorText } from "../db/error-text.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database, DbLogger } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
 import { canonicalJson, GENESIS_HASH, hashRow, rowHash, rowTexts, type RowTexts } from "./chain.ts";
-import { chainInputOf, fromDbRow, normalizeRecord, PreparedJson, toInsertText, type StoredRecord } from "./record.ts";
+import { chainInputOf, COPY_COLUMNS, fromDbRow, normalizeRecord, PreparedJson, toCopyLine, toInsertText, type StoredRecord } from "./record.ts";
 import type { AuditFilter, AuditLog, AuditRecord, AuditRow, VerifyReport } from "./types.ts";
 
 /** Rows written in one statement at most. */
@@ -25,6 +25,13 @@ const MAX_LIMIT = 1000;
 const COLUMNS = Object.values(getTableColumns(toolCalls));
 const INSERT_COLUMNS = sql.raw(COLUMNS.map((c) => c.name).join(", "));
 const RECORD_TYPES = sql.raw(COLUMNS.map((c) => `${c.name} ${c.getSQLType()}`).join(", "));
+{
+  // toCopyLine writes the columns by hand: the table must have exactly those.
+  const table = COLUMNS.map((c) => c.name).sort().join(",");
+  if ([...COPY_COLUMNS].sort().join(",") !== table) throw new Error(`audit log: COPY_COLUMNS (${COPY_COLUMNS.join(",")}) do not match tool_calls (${table})`);
+}
+/** The PGlite batch insert: COPY's text format from a blob (see createAuditLog). */
+const COPY_SQL = `copy ${getTableName(toolCalls)} (${COPY_COLUMNS.join(", ")}) from '/dev/blob'`;
 
 /** Options of the audit log. */
 export interface AuditLogOptions {
@@ -46,12 +53,21 @@ interface Pending {
 interface Prepared {
   batch: Pending[];
   onto: { seq: number; rowHash: string };
-  json: string;
+  /** The insert's one parameter (a JSON array of row objects), or on PGlite the COPY data. */
+  text: string;
 }
 
-/** Creates the audit log on an open database; appends are batched, one transaction per batch. */
+/**
+ * Creates the audit log on an open database; appends are batched, one statement per batch. On
+ * PostgreSQL a batch is one prepared insert of a jsonb array; on PGlite it is COPY from a blob,
+ * which costs the embedded engine (on the manager's own thread) about a third less a row
+ * (measured in docs/performance.md). Not COPY on PostgreSQL: postgres.js's COPY stream never
+ * settles when the server refuses the data after it ends — how a writer learns another manager
+ * took its seq numbers.
+ */
 export function createAuditLog(database: Database, options: AuditLogOptions = {}): AuditLog {
   const { db } = database;
+  const pglite = database.kind === "pglite" ? database.pglite : undefined;
   const log = options.log;
   const queue: Pending[] = [];
   let running: Promise<void> | null = null;
@@ -117,7 +133,8 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
 
   /** Chains a batch onto a head and serialises it for the insert (a batch may be prepared again, onto another head). */
   function prepare(batch: Pending[], onto: { seq: number; rowHash: string }): Prepared {
-    return { batch, onto, json: `[${chainBatch(onto, batch).join(",")}]` };
+    const rows = chainBatch(onto, batch, pglite ? (row, _texts, args, result) => toCopyLine(row, args, result) : toInsertText);
+    return { batch, onto, text: pglite ? `${rows.join("\n")}\n` : `[${rows.join(",")}]` };
   }
 
   /**
@@ -132,7 +149,8 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
         const p = ready && ready.onto.seq === head.seq && ready.onto.rowHash === head.rowHash ? ready : prepare(batch, head);
         ready = undefined;
         try {
-          await insertBatch.execute({ rows: p.json });
+          if (pglite) await pglite.query(COPY_SQL, [], { blob: new Blob([p.text]) });
+          else await insertBatch.execute({ rows: p.text });
         } catch (err) {
           head = null; // unknown after any failure: read it again
           if (!isSeqTaken(err) || attempt + 1 >= MAX_RECHAIN) throw err;
@@ -249,10 +267,14 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
 
 /**
  * Links the batch's records onto the given head — sets their seq, prevHash and rowHash — and
- * returns each one's insert text. A batch chained again (after another writer took its seq
- * numbers) is simply overwritten.
+ * returns each one's insert text (toInsertText or toCopyLine). A batch chained again (after
+ * another writer took its seq numbers) is simply overwritten.
  */
-function chainBatch(head: { seq: number; rowHash: string }, batch: Pending[]): string[] {
+function chainBatch(
+  head: { seq: number; rowHash: string },
+  batch: Pending[],
+  serialise: (row: StoredRecord, texts: RowTexts, argsText: string, resultText: string) => string,
+): string[] {
   let seq = head.seq;
   let prevHash = head.rowHash;
   return batch.map((p) => {
@@ -265,7 +287,7 @@ function chainBatch(head: { seq: number; rowHash: string }, batch: Pending[]): s
     row.prevHash = prevHash;
     row.rowHash = hashRow(prevHash, p.texts, seq, p.argsText, p.resultText);
     prevHash = row.rowHash;
-    return toInsertText(row, p.texts, p.argsText, p.resultText);
+    return serialise(row, p.texts, p.argsText, p.resultText);
   });
 }
 

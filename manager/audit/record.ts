@@ -59,6 +59,41 @@ export function toInsertText(row: AuditRow, t: RowTexts, argsText: string, resul
   );
 }
 
+/**
+ * The columns of a COPY line (toCopyLine), in its order. The writer checks at start that they are
+ * exactly the columns of tool_calls.
+ */
+export const COPY_COLUMNS = [
+  "seq", "session_id", "tool_name", "args_json", "result_json", "error", "device_id", "started_at", "finished_at", "duration_ms",
+  "caller_user_id", "caller_role", "decision", "decision_reason", "approval_id", "sop_hash", "approved_by", "on_behalf_of", "prev_hash", "row_hash",
+] as const;
+
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_SPECIALS = /[\\\t\n\r]/g;
+const COPY_ESCAPES: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" };
+
+/** A value as COPY's text format reads it back unchanged: backslash, tab, newline and carriage return escaped. */
+function copyText(s: string): string {
+  return COPY_SPECIAL.test(s) ? s.replace(COPY_SPECIALS, (c) => COPY_ESCAPES[c]!) : s;
+}
+
+/** A jsonb column's value: its JSON text, or NULL for JSON null (as jsonb_to_recordset stores it). */
+const copyJson = (text: string): string => (text === "null" ? "\\N" : copyText(text));
+
+/**
+ * One row as a line of COPY's text format (columns in COPY_COLUMNS order, tab-separated, no
+ * newline): what the writer sends PGlite, where COPY costs about a third less than the jsonb
+ * insert (manager/audit/log.ts). Holds the same values as toInsertText.
+ */
+export function toCopyLine(row: AuditRow, argsText: string, resultText: string): string {
+  return (
+    `${row.seq}\t${copyText(row.sessionId)}\t${copyText(row.toolName)}\t${copyJson(argsText)}\t${copyJson(resultText)}\t` +
+    `${copyText(row.error)}\t${copyText(row.deviceId)}\t${row.startedAt.toISOString()}\t${row.finishedAt.toISOString()}\t${row.durationMs}\t` +
+    `${copyText(row.callerUserId)}\t${copyText(row.callerRole)}\t${copyText(row.decision)}\t${copyText(row.decisionReason)}\t` +
+    `${copyText(row.approvalId)}\t${copyText(row.sopHash)}\t${copyText(row.approvedBy ?? "")}\t${copyText(row.onBehalfOf ?? "")}\t${row.prevHash}\t${row.rowHash}`
+  );
+}
+
 /** The hash input of a row as read back, nulls kept as nulls. */
 export function chainInputOf(r: ToolCallRow): ChainInput {
   return {

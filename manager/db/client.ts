@@ -26,6 +26,8 @@ export type DbLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
 export interface Database {
   db: Db;
   kind: "pglite" | "postgres";
+  /** The embedded engine itself (kind "pglite"), for what drizzle does not reach: COPY from a blob (the audit writer). */
+  pglite?: PGlite;
   /** Closes connections (and releases the PGlite lock); safe to call twice. */
   close(): Promise<void>;
 }
@@ -71,6 +73,7 @@ async function openPglite(options: OpenDatabaseOptions, migrationsFolder: string
     return {
       db,
       kind: "pglite",
+      pglite: pg,
       async close() {
         if (closed) return;
         closed = true;
