@@ -357,6 +357,20 @@ describeBothBackends("audit log", (backend) => {
     expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 2 });
   });
 
+  test("a row the database refuses as data fails alone: the rows batched with it are written one by one and chained", async () => {
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    await audit.append(rec());
+    // A column narrower than one row's value: that row is refused with 22001 (string data right truncation).
+    await store.query("alter table tool_calls alter column device_id type varchar(12)");
+    const settled = await Promise.allSettled(["edge-1", "edge-2", "edge-with-a-long-name", "edge-4", "edge-5"].map((deviceId) => audit.append(rec({ deviceId }))));
+    expect(settled.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect((settled[2] as PromiseRejectedResult).reason.message).toMatch(/^audit log: could not store the tool call row: .*too long/);
+    const rows = await audit.list({ limit: 10 });
+    expect(rows.map((r) => [r.seq, r.deviceId])).toEqual([[1, "edge-a"], [2, "edge-1"], [3, "edge-2"], [4, "edge-4"], [5, "edge-5"]]);
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 5 });
+  });
+
   test("reopening the store keeps the rows and the chain", async () => {
     const store = await backend.fresh();
     const first = await store.open();
