@@ -299,61 +299,55 @@ describe("token re-check of live edges", () => {
 });
 
 describe("fan-out", () => {
+  /** The loopback listener the fan-outs probe. */
+  const banner = net.createServer((s) => s.end("hello\n"));
+  let port = 0;
   beforeAll(async () => {
     edges.push(...(await Promise.all([
       startEdge(m, "edge-a2", { labels: { team: "a", zone: "z2" } }),
       startEdge(m, "edge-a3", { labels: { team: "a", zone: "z2" } }),
       startEdge(m, "edge-b1", { labels: { team: "b" } }),
     ])));
+    await new Promise<void>((r) => banner.listen(0, "127.0.0.1", r));
+    port = (banner.address() as net.AddressInfo).port;
+  });
+  afterAll(() => {
+    banner.close();
   });
 
   it("targets three edges by label, streams each result, then a summary; each call is audited", async () => {
-    const server = net.createServer((s) => s.end("hello\n"));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const port = (server.address() as net.AddressInfo).port;
-    try {
-      const events = [];
-      for await (const ev of skills.fanOutSkill({ key: "probe_tcp", selector: "team=a", input: { case: "params", value: { host: "127.0.0.1", port } }, sessionId: "fan-1" })) {
-        events.push(ev);
-      }
-      const results = events.filter((e) => e.event.case === "edgeResult").map((e) => e.event.value as { edgeId: string; result?: { success: boolean }; auditSeq: bigint });
-      expect(results.map((r) => r.edgeId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
-      expect(results.every((r) => r.result?.success)).toBe(true);
-      expect(events.at(-1)?.event.case).toBe("summary");
-      expect(events.at(-1)?.event.value).toMatchObject({ targeted: 3, succeeded: 3, failed: 0, timedOut: 0 });
-      await m.audit.flush();
-      const rows = await m.audit.list({ sessionId: "fan-1", limit: 10 });
-      expect(rows.map((r) => r.deviceId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
-      expect(new Set(results.map((r) => Number(r.auditSeq)))).toEqual(new Set(rows.map((r) => r.seq)));
-    } finally {
-      server.close();
+    const events = [];
+    for await (const ev of skills.fanOutSkill({ key: "probe_tcp", selector: "team=a", input: { case: "params", value: { host: "127.0.0.1", port } }, sessionId: "fan-1" })) {
+      events.push(ev);
     }
+    const results = events.filter((e) => e.event.case === "edgeResult").map((e) => e.event.value as { edgeId: string; result?: { success: boolean }; auditSeq: bigint });
+    expect(results.map((r) => r.edgeId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
+    expect(results.every((r) => r.result?.success)).toBe(true);
+    expect(events.at(-1)?.event.case).toBe("summary");
+    expect(events.at(-1)?.event.value).toMatchObject({ targeted: 3, succeeded: 3, failed: 0, timedOut: 0 });
+    await m.audit.flush();
+    const rows = await m.audit.list({ sessionId: "fan-1", limit: 10 });
+    expect(rows.map((r) => r.deviceId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
+    expect(new Set(results.map((r) => Number(r.auditSeq)))).toEqual(new Set(rows.map((r) => r.seq)));
   });
 
   it("with batch_results, sends the same results in edge_results messages (each edge once, none as a single edge_result), then the summary", async () => {
-    const server = net.createServer((s) => s.end("hello\n"));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const port = (server.address() as net.AddressInfo).port;
-    try {
-      const events = [];
-      for await (const ev of skills.fanOutSkill({ key: "probe_tcp", selector: "team=a", input: { case: "params", value: { host: "127.0.0.1", port } }, sessionId: "fan-batch", batchResults: true })) {
-        events.push(ev);
-      }
-      expect(events.filter((e) => e.event.case === "edgeResult")).toHaveLength(0);
-      const batches = events.filter((e) => e.event.case === "edgeResults").map((e) => (e.event.value as { results: Array<{ edgeId: string; result?: { success: boolean }; auditSeq: bigint }> }).results);
-      expect(batches.length).toBeGreaterThanOrEqual(1);
-      expect(batches.every((b) => b.length > 0)).toBe(true);
-      const results = batches.flat();
-      expect(results.map((r) => r.edgeId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
-      expect(results.every((r) => r.result?.success)).toBe(true);
-      expect(events.at(-1)?.event.case).toBe("summary");
-      expect(events.at(-1)?.event.value).toMatchObject({ targeted: 3, succeeded: 3, failed: 0 });
-      await m.audit.flush();
-      const rows = await m.audit.list({ sessionId: "fan-batch", limit: 10 });
-      expect(new Set(results.map((r) => Number(r.auditSeq)))).toEqual(new Set(rows.map((r) => r.seq)));
-    } finally {
-      server.close();
+    const events = [];
+    for await (const ev of skills.fanOutSkill({ key: "probe_tcp", selector: "team=a", input: { case: "params", value: { host: "127.0.0.1", port } }, sessionId: "fan-batch", batchResults: true })) {
+      events.push(ev);
     }
+    expect(events.filter((e) => e.event.case === "edgeResult")).toHaveLength(0);
+    const batches = events.filter((e) => e.event.case === "edgeResults").map((e) => (e.event.value as { results: Array<{ edgeId: string; result?: { success: boolean }; auditSeq: bigint }> }).results);
+    expect(batches.length).toBeGreaterThanOrEqual(1);
+    expect(batches.every((b) => b.length > 0)).toBe(true);
+    const results = batches.flat();
+    expect(results.map((r) => r.edgeId).sort()).toEqual(["edge-a1", "edge-a2", "edge-a3"]);
+    expect(results.every((r) => r.result?.success)).toBe(true);
+    expect(events.at(-1)?.event.case).toBe("summary");
+    expect(events.at(-1)?.event.value).toMatchObject({ targeted: 3, succeeded: 3, failed: 0 });
+    await m.audit.flush();
+    const rows = await m.audit.list({ sessionId: "fan-batch", limit: 10 });
+    expect(new Set(results.map((r) => Number(r.auditSeq)))).toEqual(new Set(rows.map((r) => r.seq)));
   });
 
   it("reports an unknown edge id among the targets as an error event, and refuses a bad selector", async () => {
