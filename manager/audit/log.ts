@@ -57,17 +57,43 @@ interface Prepared {
   text: string;
 }
 
+/** How a database takes a batch: each row's text, the batch's text made of them, and the statement that writes it. */
+interface BatchFormat {
+  line(row: StoredRecord, texts: RowTexts, argsText: string, resultText: string): string;
+  text(lines: string[]): string;
+  write(text: string): Promise<unknown>;
+}
+
 /**
- * Creates the audit log on an open database; appends are batched, one statement per batch. On
- * PostgreSQL a batch is one prepared insert of a jsonb array; on PGlite it is COPY from a blob,
+ * On PostgreSQL a batch is one prepared insert of a jsonb array; on PGlite it is COPY from a blob,
  * which costs the embedded engine (on the manager's own thread) about a third less a row
  * (measured in docs/performance.md). Not COPY on PostgreSQL: postgres.js's COPY stream never
  * settles when the server refuses the data after it ends — how a writer learns another manager
  * took its seq numbers.
  */
+function batchFormat(database: Database): BatchFormat {
+  const pglite = database.kind === "pglite" ? database.pglite : undefined;
+  if (pglite) {
+    return {
+      line: (row, _texts, argsText, resultText) => toCopyLine(row, argsText, resultText),
+      text: (lines) => `${lines.join("\n")}\n`,
+      write: (text) => pglite.query(COPY_SQL, [], { blob: new Blob([text]) }),
+    };
+  }
+  // A named prepared statement: an unnamed one costs PostgreSQL a parse and the client a second
+  // round trip each time (Parse/Describe, then Bind/Execute), and under load that round trip waits
+  // for a turn of a busy event loop.
+  const insert = database.db
+    .insert(toolCalls)
+    .select(sql`select ${INSERT_COLUMNS} from jsonb_to_recordset(${sql.placeholder("rows")}::jsonb) as r(${RECORD_TYPES})`)
+    .prepare("ongrid_audit_insert");
+  return { line: toInsertText, text: (lines) => `[${lines.join(",")}]`, write: (text) => insert.execute({ rows: text }) };
+}
+
+/** Creates the audit log on an open database; appends are batched, one statement per batch (batchFormat). */
 export function createAuditLog(database: Database, options: AuditLogOptions = {}): AuditLog {
   const { db } = database;
-  const pglite = database.kind === "pglite" ? database.pglite : undefined;
+  const format = batchFormat(database);
   const log = options.log;
   const queue: Pending[] = [];
   let running: Promise<void> | null = null;
@@ -115,17 +141,6 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
    */
   let head: { seq: number; rowHash: string } | null = null;
 
-  /**
-   * The batch insert as a named prepared statement: an unnamed one costs PostgreSQL a parse and the
-   * client a second round trip each time (Parse/Describe, then Bind/Execute), and under load that
-   * round trip waits for a turn of a busy event loop. (drizzle's PGlite driver sends every query
-   * unnamed; there the name changes nothing.)
-   */
-  const insertBatch = db
-    .insert(toolCalls)
-    .select(sql`select ${INSERT_COLUMNS} from jsonb_to_recordset(${sql.placeholder("rows")}::jsonb) as r(${RECORD_TYPES})`)
-    .prepare("ongrid_audit_insert");
-
   async function readHead(): Promise<{ seq: number; rowHash: string }> {
     const [row] = await db.select({ seq: toolCalls.seq, rowHash: toolCalls.rowHash }).from(toolCalls).orderBy(desc(toolCalls.seq)).limit(1);
     return row ?? { seq: 0, rowHash: GENESIS_HASH };
@@ -133,8 +148,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
 
   /** Chains a batch onto a head and serialises it for the insert (a batch may be prepared again, onto another head). */
   function prepare(batch: Pending[], onto: { seq: number; rowHash: string }): Prepared {
-    const rows = chainBatch(onto, batch, pglite ? (row, _texts, args, result) => toCopyLine(row, args, result) : toInsertText);
-    return { batch, onto, text: pglite ? `${rows.join("\n")}\n` : `[${rows.join(",")}]` };
+    return { batch, onto, text: format.text(chainBatch(onto, batch, format.line)) };
   }
 
   /**
@@ -149,8 +163,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
         const p = ready && ready.onto.seq === head.seq && ready.onto.rowHash === head.rowHash ? ready : prepare(batch, head);
         ready = undefined;
         try {
-          if (pglite) await pglite.query(COPY_SQL, [], { blob: new Blob([p.text]) });
-          else await insertBatch.execute({ rows: p.text });
+          await format.write(p.text);
         } catch (err) {
           head = null; // unknown after any failure: read it again
           if (!isSeqTaken(err) || attempt + 1 >= MAX_RECHAIN) throw err;
@@ -273,7 +286,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
 function chainBatch(
   head: { seq: number; rowHash: string },
   batch: Pending[],
-  serialise: (row: StoredRecord, texts: RowTexts, argsText: string, resultText: string) => string,
+  serialise: BatchFormat["line"],
 ): string[] {
   let seq = head.seq;
   let prevHash = head.rowHash;
