@@ -368,7 +368,8 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   const perSecond = stats.welcomesPerSecond ?? [];
   const settledAfter = await settledRss(proc.child.pid);
   log(back >= 0 ? `all ${N} back ${(back / 1000).toFixed(1)} s after the stop (manager listening again after ${(upMs / 1000).toFixed(1)} s); peak RSS ${(peakKb / 1024).toFixed(0)} MiB` : `only ${stats.connected}/${N} back after 180 s`);
-  log(`  edges asked for their inventory during the reconnect: ${stats.inventoryRequests - asked}`);
+  const inventoryRequests = stats.inventoryRequests - asked;
+  log(`  edges asked for their inventory during the reconnect: ${inventoryRequests}`);
   // What the restarted manager warned about while the fleet came back (it logs at warn): counts by
   // message, over the last 64 KiB of its log that the bench keeps.
   const warnings: Record<string, number> = {};
@@ -433,7 +434,7 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
     connect_ms: fleet.connected.ms,
     rss_kib: { settle_only: { before, after }, forced_gc: { before: beforeGc, after: afterGc, bare_before: bareBefore, bare_after: bareAfter } },
     fan_out: { ongrid_runs: fanRuns, baseline_runs_ms: bareFan, baseline_cpu_ms: bareCpu },
-    restart: { back_ms: back, manager_listening_after_ms: upMs, inventory_requests: stats.inventoryRequests - asked, manager_warnings: warnings, peak_rss_kib: peakKb, settled_rss_kib: settledAfter, welcomes_per_second: perSecond, sim_stats: stats },
+    restart: { back_ms: back, manager_listening_after_ms: upMs, inventory_requests: inventoryRequests, manager_warnings: warnings, peak_rss_kib: peakKb, settled_rss_kib: settledAfter, welcomes_per_second: perSecond, sim_stats: stats },
   };
   return proc;
 }

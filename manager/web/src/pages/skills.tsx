@@ -143,9 +143,8 @@ function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
         setOutcome({ kind: "fanout", rows: [] });
         // Results come in batches (whatever had arrived when the manager wrote), one render each.
         for await (const ev of api.skills.fanOutSkill({ key: skill.key, input: { case: "params", value: params }, selector: selector.trim(), batchResults: true }, { signal: ac.signal })) {
-          if (ev.event.case === "edgeResults" || ev.event.case === "edgeResult") {
-            if (ev.event.case === "edgeResults") rows.push(...ev.event.value.results);
-            else rows.push(ev.event.value);
+          if (ev.event.case === "edgeResults") {
+            rows.push(...ev.event.value.results);
             setOutcome({ kind: "fanout", rows: [...rows] });
           } else if (ev.event.case === "summary") {
             setOutcome({ kind: "fanout", rows: [...rows], summary: ev.event.value });
