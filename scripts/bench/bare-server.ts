@@ -2,11 +2,19 @@
  * Benchmark worker: the bare node:http2 baseline server. POST /echo answers a unary request
  * with the same bytes; POST /hold keeps a stream open; POST /broadcast writes one small
  * message to every held stream and answers once every client has replied on its stream.
+ * POST /broadcast-audited does the same but counts a reply only once the real audit log
+ * (manager/audit, opened by the `audit` command on PGlite or PostgreSQL) has committed one row
+ * for it, as the manager's does for every edge call: the floor a per-call audit row sets under
+ * any fan-out, measured with everything else bare.
  */
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { BARE_MESSAGE_BYTES } from "./lib/constants.ts";
 import { serveWorker, type WorkerMessage } from "./lib/worker.ts";
+import { openDatabase, type Database } from "../../manager/db/client.ts";
+import { createAuditLog } from "../../manager/audit/log.ts";
+import { PreparedJson } from "../../manager/audit/record.ts";
+import { auditRecord, type AuditLog } from "../../manager/audit/types.ts";
 
 interface Held {
   stream: http2.ServerHttp2Stream;
@@ -14,6 +22,8 @@ interface Held {
   received: number;
   /** The broadcast round when the stream arrived (it owes replies only for later rounds). */
   base: number;
+  /** Its name in audit rows. */
+  id: string;
 }
 
 const held = new Set<Held>();
@@ -22,8 +32,42 @@ let round = 0;
 let replied = 0;
 let targets = 0;
 let onAllReplied: (() => void) | undefined;
+let audited = false;
+let audit: AuditLog | undefined;
+let database: Database | undefined;
+let streams = 0;
+const ARGS = PreparedJson.of({ text: "x" });
 
-function broadcast(stream: http2.ServerHttp2Stream): void {
+/** One reply counted, once its audit row is written when the round is audited. */
+function onReply(h: Held): void {
+  if (!audited || !audit) {
+    replied++;
+    if (replied >= targets) onAllReplied?.();
+    return;
+  }
+  const startedAt = new Date();
+  void audit
+    .append(
+      auditRecord({
+        toolName: "bench_echo",
+        args: ARGS,
+        result: PreparedJson.ofRedacted({ success: true, output: "x", durationMs: 0, edgeId: h.id }),
+        deviceId: h.id,
+        startedAt,
+        callerUserId: "admin",
+        callerRole: "admin",
+        decision: "allow",
+        decisionReason: "safe skill",
+      }),
+    )
+    .then(() => {
+      replied++;
+      if (replied >= targets) onAllReplied?.();
+    });
+}
+
+function broadcast(stream: http2.ServerHttp2Stream, withAudit: boolean): void {
+  audited = withAudit;
   round++;
   replied = 0;
   targets = held.size;
@@ -55,24 +99,22 @@ server.on("stream", (stream, headers) => {
       return;
     }
     case "/hold": {
-      const h: Held = { stream, received: 0, base: round };
+      const h: Held = { stream, received: 0, base: round, id: `bare-${streams++}` };
       held.add(h);
       stream.respond({ ":status": 200, "content-type": "application/octet-stream" });
       stream.on("data", (c: Buffer) => {
         const owed = round - h.base;
         const before = Math.floor(h.received / BARE_MESSAGE_BYTES);
         h.received += c.length;
-        if (before < owed && Math.floor(h.received / BARE_MESSAGE_BYTES) >= owed) {
-          replied++;
-          if (replied >= targets) onAllReplied?.();
-        }
+        if (before < owed && Math.floor(h.received / BARE_MESSAGE_BYTES) >= owed) onReply(h);
       });
       stream.on("close", () => held.delete(h));
       return;
     }
     case "/broadcast":
+    case "/broadcast-audited":
       stream.resume();
-      broadcast(stream);
+      broadcast(stream, headers[":path"] === "/broadcast-audited");
       return;
     default:
       stream.respond({ ":status": 404 }, { endStream: true });
@@ -85,5 +127,10 @@ serveWorker(async (msg: WorkerMessage) => {
     return { port: (server.address() as AddressInfo).port };
   }
   if (msg.cmd === "stats") return { held: held.size };
+  if (msg.cmd === "audit") {
+    database ??= await openDatabase({ dataDir: String(msg.dataDir), ...(msg.databaseUrl ? { databaseUrl: String(msg.databaseUrl) } : {}) });
+    audit ??= createAuditLog(database);
+    return { ready: true };
+  }
   throw new Error(`unknown command ${msg.cmd}`);
 });

@@ -9,6 +9,10 @@
  * The manager runs on embedded PGlite unless --database-url names a PostgreSQL server: the run then
  * creates a database of its own there (ongrid_bench_<random>) and drops it at the end.
  * --manager-cpu-prof writes a V8 CPU profile of the manager process (node --cpu-prof) into DIR.
+ *
+ * Next to the fan-out it reports the CPU each process used per edge call (from /proc, in clock
+ * ticks: 10 ms over N edge calls, so 5 µs steps at 2,000 edges) and the audit floor: the bare
+ * broadcast with one row of the real audit log committed per reply, run alternately with it.
  */
 import http2 from "node:http2";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -25,7 +29,7 @@ import { startManager } from "../../manager/main.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { buildEdge, nodeStartMs, startEdgeOnce } from "./lib/edge-binary.ts";
 import { attachGc, type GcReading } from "./lib/gc-rss.ts";
-import { fdLimit, settledRss, start, stop, stopAll, waitForLine } from "./lib/proc.ts";
+import { cpuMeter, fdLimit, pidsNamed, settledRss, start, stop, stopAll, waitForLine } from "./lib/proc.ts";
 import { boundRow, infoRow, ratioRow, table, writeJson, type Row, machineInfo } from "./lib/report.ts";
 import { timeSequential, unary } from "./lib/round-trip.ts";
 import { median, quantile } from "./lib/stats.ts";
@@ -63,14 +67,14 @@ function flags() {
 const tmpDirs: string[] = [];
 const sessions: http2.ClientHttp2Session[] = [];
 let cleaning: Promise<void> | undefined;
-let dropDatabase: (() => Promise<void>) | undefined;
+const dropDatabases: Array<() => Promise<void>> = [];
 /** Stops every process this run started and removes its temp dirs; safe to call twice. */
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     for (const s of sessions) s.destroy();
     await stopAll();
     for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
-    await dropDatabase?.().catch((err: Error) => console.error(`bench: could not drop the bench database: ${err.message}`));
+    for (const drop of dropDatabases) await drop().catch((err: Error) => console.error(`bench: could not drop a bench database: ${err.message}`));
   })();
   return cleaning;
 }
@@ -98,10 +102,14 @@ async function main(): Promise<number> {
   const binMiB = buildEdge(ROOT, bin);
 
   let databaseUrl = "";
+  // The audit floor's log (bare server) has a database of its own, so that its chain and the manager's never meet.
+  let floorDb: { url: string; drop(): Promise<void> } | undefined;
   if (opt.databaseUrl) {
     const db = await createBenchDatabase(opt.databaseUrl);
     databaseUrl = db.url;
-    dropDatabase = db.drop;
+    dropDatabases.push(db.drop);
+    floorDb = await createBenchDatabase(opt.databaseUrl);
+    dropDatabases.push(floorDb.drop);
   }
   log(`starting the manager (separate process, ${databaseUrl ? `PostgreSQL ${dbName(databaseUrl)}` : "PGlite in a temp dir"}) and the bare http2 server`);
   const profile = opt.managerCpuProf ? ["--cpu-prof", `--cpu-prof-dir=${opt.managerCpuProf}`] : [];
@@ -206,8 +214,9 @@ async function main(): Promise<number> {
   log(`manager VmRSS ${mib(mgrBefore)} → ${mib(mgrAfter)} MiB; after forced GC ${mib(mgrBeforeGc)} → ${mib(mgrAfterGc)} MiB`);
 
   log(`fan-out: FanOutSkill selector "bench=1" with batch_results, and one message per result, alternating: 1 warm-up + ${FAN_OUT_RUNS} runs each`);
-  type FanRun = { ms: number; managerMs: number; results: number; messages: number; succeeded: number; failed: number; timedOut: number };
+  type FanRun = { ms: number; managerMs: number; results: number; messages: number; succeeded: number; failed: number; timedOut: number; cpuMs: Record<string, number> };
   const fanOnce = async (batchResults: boolean, i: number): Promise<FanRun> => {
+    const cpu = cpuMeter({ manager: () => [manager.pid], "simulated edges": () => [sim.pid], ...(databaseUrl ? { postgresql: () => pidsNamed("postgres") } : {}) });
     const t0 = performance.now();
     let results = 0;
     let messages = 0;
@@ -219,9 +228,10 @@ async function main(): Promise<number> {
       else if (ev.event.case === "summary") summary = ev.event.value;
     }
     const ms = performance.now() - t0;
+    const cpuMs = cpu();
     if (!summary) throw new Error("FanOutSkill ended without a summary");
     if (summary.targeted !== N || summary.succeeded !== N || results !== N) log(`warning: fan-out run ${i} targeted ${summary.targeted}, succeeded ${summary.succeeded}, failed ${summary.failed}, ${results} results received`);
-    return { ms, managerMs: summary.durationMs, results, messages, succeeded: summary.succeeded, failed: summary.failed, timedOut: summary.timedOut };
+    return { ms, managerMs: summary.durationMs, results, messages, succeeded: summary.succeeded, failed: summary.failed, timedOut: summary.timedOut, cpuMs };
   };
   const fanRuns: FanRun[] = [];
   const fanRunsSingle: FanRun[] = [];
@@ -250,22 +260,40 @@ async function main(): Promise<number> {
   const bareAfterGc = await bareGc?.read();
   await bareGc?.close();
   log(`bare server VmRSS ${mib(bareBefore)} → ${mib(bareAfter)} MiB; after forced GC ${mib(bareBeforeGc)} → ${mib(bareAfterGc)} MiB`);
-  log(`fan-out baseline: broadcast to ${N} held streams, 1 warm-up + ${FAN_OUT_RUNS} runs`);
-  const bareFan: number[] = [];
-  for (let i = 0; i <= FAN_OUT_RUNS; i++) {
+  log(`audit floor: the bare server opens an audit log (${databaseUrl ? `PostgreSQL ${dbName(floorDb!.url)}` : "PGlite in a temp dir"}) for its audited broadcasts`);
+  await bare.request({ cmd: "audit", dataDir: join(work, "bare-audit"), databaseUrl: floorDb?.url ?? "" }, 60_000);
+  log(`fan-out baseline: broadcast to ${N} held streams, and the same with one audit row per reply, alternating: 1 warm-up + ${FAN_OUT_RUNS} runs each`);
+  type BareRun = { ms: number; cpuMs: Record<string, number> };
+  const broadcastOnce = async (path: "/broadcast" | "/broadcast-audited"): Promise<BareRun> => {
+    const cpu = cpuMeter({ "bare server": () => [bare.pid], "bare clients": () => [clients.pid], ...(databaseUrl ? { postgresql: () => pidsNamed("postgres") } : {}) });
     const t0 = performance.now();
-    const res = await unary(bareSession, "/broadcast", Buffer.alloc(0));
+    const res = await unary(bareSession, path, Buffer.alloc(0));
     const ms = performance.now() - t0;
+    const cpuMs = cpu();
     const body = JSON.parse(res.body.toString()) as { targets: number; replied: number };
-    if (res.status !== 200 || body.targets !== N || body.replied !== N) throw new Error(`bare broadcast answered ${res.status}: ${res.body}`);
-    if (i > 0) bareFan.push(ms);
+    if (res.status !== 200 || body.targets !== N || body.replied !== N) throw new Error(`bare ${path} answered ${res.status}: ${res.body}`);
+    return { ms, cpuMs };
+  };
+  const bareRuns: BareRun[] = [];
+  const floorRuns: BareRun[] = [];
+  for (let i = 0; i <= FAN_OUT_RUNS; i++) {
+    const plain = await broadcastOnce("/broadcast");
+    const audited = await broadcastOnce("/broadcast-audited");
+    if (i > 0) {
+      bareRuns.push(plain);
+      floorRuns.push(audited);
+    }
   }
+  const bareFan = bareRuns.map((r) => r.ms);
   await clients.request({ cmd: "close" }, 30_000);
 
   const mgrPerEdgeKb = ((mgrAfter.medianKb - mgrBefore.medianKb) / N) * KIB_TO_KB;
   const barePerStreamKb = ((bareAfter.medianKb - bareBefore.medianKb) / N) * KIB_TO_KB;
   const perEdge = (a?: GcReading, b?: GcReading) => (a && b ? ((b.medianKb - a.medianKb) / N) * KIB_TO_KB : Number.NaN);
   const heapPerEdge = (a?: GcReading, b?: GcReading) => (a && b ? (b.memory.heapUsed - a.memory.heapUsed) / N / 1000 : Number.NaN);
+  /** CPU one process group used per edge call, median over the runs. */
+  const cpuPerEdge = (runs: Array<{ cpuMs: Record<string, number> }>, group: string) => median(runs.map((r) => ((r.cpuMs[group] ?? Number.NaN) * 1000) / N));
+  const floorStore = databaseUrl ? "PostgreSQL" : "PGlite";
   const rows: Row[] = [
     ratioRow("tunnel round trip manager→edge→manager p50", "ms", quantile(hubRt, 0.5), quantile(bareRt, 0.5), 2),
     infoRow("tunnel round trip manager→edge→manager p99", "ms", quantile(hubRt, 0.99), quantile(bareRt, 0.99)),
@@ -273,6 +301,16 @@ async function main(): Promise<number> {
     infoRow("ExecuteSkill client→manager→edge→client p99", "ms", quantile(rt, 0.99), quantile(bareRt, 0.99)),
     ratioRow(`fan-out to ${N} edges (batch_results), median of ${FAN_OUT_RUNS}`, "ms", median(fanRuns.map((r) => r.ms)), median(bareFan), 2),
     infoRow(`fan-out to ${N} edges, one message per result, median of ${FAN_OUT_RUNS}`, "ms", median(fanRunsSingle.map((r) => r.ms)), median(bareFan)),
+    infoRow(`audit floor: the bare broadcast + one audit row per reply (${floorStore}), median of ${FAN_OUT_RUNS}`, "ms", median(floorRuns.map((r) => r.ms)), median(bareFan)),
+    infoRow("fan-out CPU per edge call: manager / bare server", "µs", cpuPerEdge(fanRuns, "manager"), cpuPerEdge(bareRuns, "bare server")),
+    infoRow("fan-out CPU per edge call: simulated edges / bare clients", "µs", cpuPerEdge(fanRuns, "simulated edges"), cpuPerEdge(bareRuns, "bare clients")),
+    infoRow("fan-out CPU per edge call: client (this process)", "µs", cpuPerEdge(fanRuns, "bench process"), cpuPerEdge(bareRuns, "bench process")),
+    infoRow("audit floor CPU per edge call: bare server with its audit log", "µs", cpuPerEdge(floorRuns, "bare server"), cpuPerEdge(bareRuns, "bare server")),
+    ...(databaseUrl
+      ? [
+          infoRow("fan-out CPU per edge call: PostgreSQL (manager / audit floor)", "µs", cpuPerEdge(fanRuns, "postgresql"), cpuPerEdge(floorRuns, "postgresql")),
+        ]
+      : []),
     boundRow("manager RSS per idle edge, 3 s settle", "KB", mgrPerEdgeKb, barePerStreamKb, 45),
     boundRow("manager RSS per idle edge, forced full GC", "KB", perEdge(mgrBeforeGc, mgrAfterGc), perEdge(bareBeforeGc, bareAfterGc), 45),
     infoRow("edge binary size", "MiB", binMiB),
@@ -295,7 +333,7 @@ async function main(): Promise<number> {
       enrol_ms: enrolMs,
       tunnel_round_trip_ms: { ongrid: { p50: quantile(hubRt, 0.5), p90: quantile(hubRt, 0.9), p99: quantile(hubRt, 0.99), max: Math.max(...hubRt) } },
       round_trip_ms: { ongrid: { p50: quantile(rt, 0.5), p90: quantile(rt, 0.9), p99: quantile(rt, 0.99), max: Math.max(...rt) }, baseline: { p50: quantile(bareRt, 0.5), p90: quantile(bareRt, 0.9), p99: quantile(bareRt, 0.99), max: Math.max(...bareRt) } },
-      fan_out: { ongrid_runs: fanRuns, ongrid_runs_one_message_per_result: fanRunsSingle, baseline_runs_ms: bareFan, sim_edges: { connect_ms: simConn.ms, ...simStats } },
+      fan_out: { ongrid_runs: fanRuns, ongrid_runs_one_message_per_result: fanRunsSingle, baseline_runs: bareRuns, audit_floor_runs: floorRuns, sim_edges: { connect_ms: simConn.ms, ...simStats } },
       rss_kib: {
         settle_only: { manager_before: mgrBefore, manager_after: mgrAfter, bare_before: bareBefore, bare_after: bareAfter },
         forced_gc: { manager_before: mgrBeforeGc, manager_after: mgrAfterGc, bare_before: bareBeforeGc, bare_after: bareAfterGc },
