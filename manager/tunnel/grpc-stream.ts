@@ -23,6 +23,8 @@ export interface GrpcBidiCall<O extends DescMessage> {
   readonly headers: http2.IncomingHttpHeaders;
   /** Sends one message; false when the stream is gone. */
   send(message: MessageInitShape<O>): boolean;
+  /** Sends one message already framed (grpcFrame's format, 5-byte prefix included); false when the stream is gone. */
+  sendFrame(frame: Buffer): boolean;
   /** Ends the call with a status (OK by default); later calls are ignored. */
   end(status?: GrpcStatus): void;
   /** Whether the call has ended (either side). */
@@ -123,6 +125,9 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
       return closed || stream.destroyed;
     },
     send(message) {
+      return call.sendFrame(grpcFrame(toBinary(output, create(output, message))));
+    },
+    sendFrame(frame) {
       if (closed || stream.destroyed || stream.writableEnded) return false;
       if (stream.writableLength > MAX_UNSENT_BYTES) {
         const reason = `the peer is not reading: more than ${MAX_UNSENT_BYTES} bytes unsent`;
@@ -133,7 +138,7 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
         if (!stream.destroyed) stream.close(http2constants.NGHTTP2_ENHANCE_YOUR_CALM);
         return false;
       }
-      stream.write(grpcFrame(toBinary(output, create(output, message))));
+      stream.write(frame);
       return true;
     },
     end(s) {

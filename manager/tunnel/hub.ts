@@ -22,6 +22,7 @@ import { acceptBidi, checkGrpcRequest, refuse, type GrpcBidiCall } from "./grpc-
 import { skillFromMetadata } from "./remote-skill.ts";
 import { labelProblem } from "../../skill/identity.ts";
 import { createAbortWatchers, createDeadlines } from "./call-timers.ts";
+import { createExecuteFrames } from "./execute-frame.ts";
 
 /** How long a token lookup may take before the edge is told to retry. */
 const AUTH_TIMEOUT_MS = 10_000;
@@ -466,6 +467,7 @@ export function createHub(opts: HubOptions) {
   /** The per-call deadlines (one timer per 100 ms slot) and abort watches (one listener per signal). */
   const deadlines = createDeadlines(DEADLINE_GRANULARITY_MS);
   const watchAbort = createAbortWatchers();
+  const executeFrame = createExecuteFrames();
 
   /**
    * Runs a host skill on a connected edge; rejects with unavailable / deadline_exceeded / cancelled.
@@ -518,7 +520,10 @@ export function createHub(opts: HubOptions) {
             mac: evidenceMac(session.tokenHash, { callId, key, params, ...evidence }),
           }
         : undefined;
-      const sent = session.call.send({ frame: { case: "execute", value: { callId, key, params: params as never, timeoutMs, approval } } });
+      // A call without evidence reuses the encoding of its params (a fan-out's calls share them).
+      const sent = approval
+        ? session.call.send({ frame: { case: "execute", value: { callId, key, params: params as never, timeoutMs, approval } } })
+        : session.call.sendFrame(executeFrame(callId, key, params, timeoutMs));
       if (!sent && session.pending.has(callId)) {
         pending.reject(new OngridError("unavailable", `edge "${edgeId}" tunnel is closed`, "retry when the edge is back online"));
       }
