@@ -9,7 +9,9 @@
  * (default: PGlite in a temporary directory), PROF where to write the .cpuprofile (default: no
  * profile). MODE=rpc runs each fan-out as a FanOutSkill call over gRPC from a connect client in
  * this process (the client's decoding then counts as this process's CPU), with batch_results unless
- * BATCH=0 (one message per result). Prints the fan-out times, their median, the CPU each process
+ * BATCH=0 (one message per result). MODE=hub calls every edge straight through the tunnel hub
+ * (hub.call: no dispatcher, gate, audit or RPC), the tunnel's own share of a fan-out; MODE=inproc
+ * (or none) is fanOut in this process. Prints the fan-out times, their median, the CPU each process
  * used per edge call, and this process's CPU per edge call run by run (min and median).
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -42,7 +44,12 @@ const skills = createClient(SkillService, createGrpcTransport({ baseUrl: m.url, 
 async function once(): Promise<number> {
   const t0 = performance.now();
   let ok = 0;
-  if (rpc) {
+  if (process.env.MODE === "hub") {
+    // The tunnel alone: every call straight through the hub (no dispatcher, gate or audit).
+    const ids = m.hub.sessions().map((s) => s.edgeId);
+    const rs = await Promise.all(ids.map((id) => m.hub.call(id, BENCH_SKILL, { text: "x" }, 30_000)));
+    ok = rs.filter((r) => r.success).length;
+  } else if (rpc) {
     for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "fp=1", input: { case: "params", value: { text: "x" } }, batchResults: !single }, { timeoutMs: 300_000 })) {
       if (ev.event.case === "edgeResult" && ev.event.value.result?.success) ok++;
       else if (ev.event.case === "edgeResults") ok += ev.event.value.results.filter((r) => r.result?.success).length;
