@@ -4,7 +4,7 @@ import { describeBothBackends } from "../../test/support/pg.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { canonicalJson, GENESIS_HASH, rowHash } from "./chain.ts";
 import { exportJsonLines } from "./export.ts";
-import { createAuditLog } from "./log.ts";
+import { createAuditLog, listQuery } from "./log.ts";
 import { PreparedJson } from "./record.ts";
 import type { AuditRecord, AuditRow } from "./types.ts";
 
@@ -113,6 +113,23 @@ describeBothBackends("audit log", (backend) => {
     expect(seqs(await audit.list({ newestFirst: true, sessionId: "s2" }))).toEqual([5, 3]);
     await expect(audit.list({ limit: -1 })).rejects.toThrow(/limit must be an integer/);
     expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 5, firstBrokenSeq: 0, lastSeq: 5, lastRowHash: last.rowHash });
+  });
+
+  test("the user filter (the caller, or the user the agent acted for) is served by indexes, not a scan of the table", async () => {
+    const store = await backend.fresh();
+    const database = await store.open();
+    // 20,000 rows of fifty other users (written directly: the chain does not matter to the planner),
+    // then one row of the user's own and one the agent made on their behalf.
+    const cols = "seq, tool_name, started_at, finished_at, caller_user_id, caller_role, on_behalf_of, prev_hash, row_hash";
+    await store.query(`insert into tool_calls (${cols}) select g, 'probe_http', now(), now(), 'user-' || (g % 50), 'operator', '', '', '' from generate_series(1, 20000) g`);
+    await store.query(`insert into tool_calls (${cols}) values (20001, 'exec', now(), now(), 'rare', 'operator', '', '', ''), (20002, 'exec', now(), now(), '0', 'system', 'rare', '', '')`);
+    await store.query("analyze tool_calls");
+    expect(seqs(await createAuditLog(database).list({ userId: "rare", newestFirst: true }))).toEqual([20002, 20001]);
+    const q = listQuery(database, { userId: "rare", newestFirst: true }).toSQL();
+    const plan = (await store.query<Record<string, string>>(`explain ${q.sql}`, q.params)).map((r) => r["QUERY PLAN"]).join("\n");
+    expect(plan).not.toMatch(/Seq Scan/);
+    expect(plan).toMatch(/tool_calls_caller_user_id_idx/);
+    expect(plan).toMatch(/tool_calls_on_behalf_of_idx/);
   });
 
   test("limit defaults to 100, refuses more than 1000; verify and export page through every row", async () => {

@@ -1,5 +1,5 @@
 /** The tamper-evident tool-call log (H1–H3) over drizzle: a batching writer, filtered listing and chain verification. */
-import { and, asc, desc, eq, getTableColumns, getTableName, gt, gte, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, getTableName, gt, gte, lt, ne, or, sql, type SQL } from "drizzle-orm";
 import { errorText } from "../db/error-text.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database, DbLogger } from "../db/client.ts";
@@ -212,29 +212,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
   }
 
   async function list(filter: AuditFilter = {}): Promise<AuditRow[]> {
-    const where: SQL[] = [];
-    if (filter.since !== undefined) where.push(gte(toolCalls.startedAt, checkDate(filter.since, "since")));
-    if (filter.until !== undefined) where.push(lt(toolCalls.startedAt, checkDate(filter.until, "until")));
-    if (filter.toolName) where.push(eq(toolCalls.toolName, filter.toolName));
-    if (filter.edgeId) where.push(eq(toolCalls.deviceId, filter.edgeId));
-    // A user's rows include what the agent did on their behalf.
-    if (filter.userId) where.push(or(eq(toolCalls.callerUserId, filter.userId), eq(toolCalls.onBehalfOf, filter.userId))!);
-    if (filter.sessionId) where.push(eq(toolCalls.sessionId, filter.sessionId));
-    if (filter.decision) where.push(eq(toolCalls.decision, filter.decision));
-    if (filter.afterSeq !== undefined && filter.afterSeq !== 0) {
-      where.push(gt(toolCalls.seq, checkInt(filter.afterSeq, "afterSeq", 0)));
-    }
-    if (filter.beforeSeq !== undefined && filter.beforeSeq !== 0) {
-      where.push(lt(toolCalls.seq, checkInt(filter.beforeSeq, "beforeSeq", 0)));
-    }
-    const limit = filter.limit === undefined || filter.limit === 0 ? DEFAULT_LIMIT : checkInt(filter.limit, "limit", 1, MAX_LIMIT);
-    const rows = await db
-      .select()
-      .from(toolCalls)
-      .where(where.length > 0 ? and(...where) : undefined)
-      .orderBy(filter.newestFirst ? desc(toolCalls.seq) : asc(toolCalls.seq))
-      .limit(limit);
-    return rows.map(fromDbRow);
+    return (await listQuery(database, filter)).map(fromDbRow);
   }
 
   async function verify(): Promise<VerifyReport> {
@@ -276,6 +254,36 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
   }
 
   return { append, list, verify, flush };
+}
+
+/**
+ * The select list() runs for a filter (H3), not yet executed: exported so that tests can ask the
+ * planner how it would run it. Throws invalid_argument for a bad date, seq or limit.
+ */
+export function listQuery(database: Database, filter: AuditFilter = {}) {
+  const where: SQL[] = [];
+  if (filter.since !== undefined) where.push(gte(toolCalls.startedAt, checkDate(filter.since, "since")));
+  if (filter.until !== undefined) where.push(lt(toolCalls.startedAt, checkDate(filter.until, "until")));
+  if (filter.toolName) where.push(eq(toolCalls.toolName, filter.toolName));
+  if (filter.edgeId) where.push(eq(toolCalls.deviceId, filter.edgeId));
+  // A user's rows include what the agent did on their behalf. on_behalf_of's index holds only the
+  // rows that have one: the arm says so, so that even a generic plan can use it.
+  if (filter.userId) where.push(or(eq(toolCalls.callerUserId, filter.userId), and(eq(toolCalls.onBehalfOf, filter.userId), ne(toolCalls.onBehalfOf, "")))!);
+  if (filter.sessionId) where.push(eq(toolCalls.sessionId, filter.sessionId));
+  if (filter.decision) where.push(eq(toolCalls.decision, filter.decision));
+  if (filter.afterSeq !== undefined && filter.afterSeq !== 0) {
+    where.push(gt(toolCalls.seq, checkInt(filter.afterSeq, "afterSeq", 0)));
+  }
+  if (filter.beforeSeq !== undefined && filter.beforeSeq !== 0) {
+    where.push(lt(toolCalls.seq, checkInt(filter.beforeSeq, "beforeSeq", 0)));
+  }
+  const limit = filter.limit === undefined || filter.limit === 0 ? DEFAULT_LIMIT : checkInt(filter.limit, "limit", 1, MAX_LIMIT);
+  return database.db
+    .select()
+    .from(toolCalls)
+    .where(where.length > 0 ? and(...where) : undefined)
+    .orderBy(filter.newestFirst ? desc(toolCalls.seq) : asc(toolCalls.seq))
+    .limit(limit);
 }
 
 /**

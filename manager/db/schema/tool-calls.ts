@@ -1,4 +1,5 @@
 /** The audit aggregate: one row per tool call (H1), hash-chained by seq (H2). */
+import { sql } from "drizzle-orm";
 import { bigint, index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 /** Every call of every skill, whatever its outcome; seq is assigned by the audit writer, never by a sequence. */
@@ -33,6 +34,10 @@ export const toolCalls = pgTable(
     index("tool_calls_tool_name_idx").on(t.toolName, t.seq),
     index("tool_calls_device_id_idx").on(t.deviceId, t.seq),
     index("tool_calls_caller_user_id_idx").on(t.callerUserId, t.seq),
+    // The user filter matches the caller or the user the agent acted for (H3): with both indexed
+    // the two arms are one bitmap OR, not a scan of the table. Only the agent's rows have
+    // on_behalf_of set, so the others cost this index nothing.
+    index("tool_calls_on_behalf_of_idx").on(t.onBehalfOf, t.seq).where(sql`${t.onBehalfOf} <> ''`),
     index("tool_calls_session_id_idx").on(t.sessionId, t.seq),
     index("tool_calls_decision_idx").on(t.decision, t.seq),
   ],

@@ -1,0 +1,1 @@
+CREATE INDEX "tool_calls_on_behalf_of_idx" ON "tool_calls" USING btree ("on_behalf_of","seq") WHERE "tool_calls"."on_behalf_of" <> '';
