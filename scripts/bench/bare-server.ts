@@ -32,6 +32,8 @@ let round = 0;
 let replied = 0;
 let targets = 0;
 let onAllReplied: (() => void) | undefined;
+/** Ends the round with an error (an audit row that could not be written). */
+let onFailure: ((why: string) => void) | undefined;
 let audited = false;
 let audit: AuditLog | undefined;
 let database: Database | undefined;
@@ -60,10 +62,13 @@ function onReply(h: Held): void {
         decisionReason: "safe skill",
       }),
     )
-    .then(() => {
-      replied++;
-      if (replied >= targets) onAllReplied?.();
-    });
+    .then(
+      () => {
+        replied++;
+        if (replied >= targets) onAllReplied?.();
+      },
+      (err: Error) => onFailure?.(err.message),
+    );
 }
 
 function broadcast(stream: http2.ServerHttp2Stream, withAudit: boolean): void {
@@ -72,14 +77,16 @@ function broadcast(stream: http2.ServerHttp2Stream, withAudit: boolean): void {
   replied = 0;
   targets = held.size;
   const timer = setTimeout(() => finish(504), 120_000);
-  const finish = (status: number) => {
+  const finish = (status: number, error?: string) => {
     clearTimeout(timer);
     onAllReplied = undefined;
+    onFailure = undefined;
     if (stream.destroyed) return;
     stream.respond({ ":status": status, "content-type": "application/json" });
-    stream.end(JSON.stringify({ targets, replied, round }));
+    stream.end(JSON.stringify({ targets, replied, round, ...(error ? { error } : {}) }));
   };
   onAllReplied = () => finish(200);
+  onFailure = (why) => finish(500, why);
   for (const h of held) h.stream.write(message);
   if (targets === 0) finish(200);
 }
