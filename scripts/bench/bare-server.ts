@@ -11,10 +11,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { BARE_MESSAGE_BYTES } from "./lib/constants.ts";
 import { serveWorker, type WorkerMessage } from "./lib/worker.ts";
-import { openDatabase, type Database } from "../../manager/db/client.ts";
-import { createAuditLog } from "../../manager/audit/log.ts";
-import { PreparedJson } from "../../manager/audit/record.ts";
-import { auditRecord, type AuditLog } from "../../manager/audit/types.ts";
+import type { AuditLog } from "../../manager/audit/types.ts";
 
 interface Held {
   stream: http2.ServerHttp2Stream;
@@ -35,10 +32,12 @@ let onAllReplied: (() => void) | undefined;
 /** Ends the round with an error (an audit row that could not be written). */
 let onFailure: ((why: string) => void) | undefined;
 let audited = false;
-let audit: AuditLog | undefined;
-let database: Database | undefined;
 let streams = 0;
-const ARGS = PreparedJson.of({ text: "x" });
+/**
+ * The audit log and what its rows are made with, loaded by the `audit` command only: until then
+ * the server holds nothing of the manager's (its RSS and plain broadcasts stay bare).
+ */
+let audit: { log: AuditLog; row(edgeId: string): Parameters<AuditLog["append"]>[0] } | undefined;
 
 /** One reply counted, once its audit row is written when the round is audited. */
 function onReply(h: Held): void {
@@ -47,21 +46,8 @@ function onReply(h: Held): void {
     if (replied >= targets) onAllReplied?.();
     return;
   }
-  const startedAt = new Date();
-  void audit
-    .append(
-      auditRecord({
-        toolName: "bench_echo",
-        args: ARGS,
-        result: PreparedJson.ofRedacted({ success: true, output: "x", durationMs: 0, edgeId: h.id }),
-        deviceId: h.id,
-        startedAt,
-        callerUserId: "admin",
-        callerRole: "admin",
-        decision: "allow",
-        decisionReason: "safe skill",
-      }),
-    )
+  void audit.log
+    .append(audit.row(h.id))
     .then(
       () => {
         replied++;
@@ -134,10 +120,30 @@ serveWorker(async (msg: WorkerMessage) => {
     return { port: (server.address() as AddressInfo).port };
   }
   if (msg.cmd === "stats") return { held: held.size };
-  if (msg.cmd === "audit") {
-    database ??= await openDatabase({ dataDir: String(msg.dataDir), ...(msg.databaseUrl ? { databaseUrl: String(msg.databaseUrl) } : {}) });
-    audit ??= createAuditLog(database);
-    return { ready: true };
+  if (msg.cmd === "audit" && !audit) {
+    const [{ openDatabase }, { createAuditLog }, { PreparedJson }, { auditRecord }] = await Promise.all([
+      import("../../manager/db/client.ts"),
+      import("../../manager/audit/log.ts"),
+      import("../../manager/audit/record.ts"),
+      import("../../manager/audit/types.ts"),
+    ]);
+    const database = await openDatabase({ dataDir: String(msg.dataDir), ...(msg.databaseUrl ? { databaseUrl: String(msg.databaseUrl) } : {}) });
+    const args = PreparedJson.of({ text: "x" });
+    // What the manager's row of a bench_echo edge call holds.
+    const row = (edgeId: string) =>
+      auditRecord({
+        toolName: "bench_echo",
+        args,
+        result: PreparedJson.ofRedacted({ success: true, output: "x", durationMs: 0, edgeId }),
+        deviceId: edgeId,
+        startedAt: new Date(),
+        callerUserId: "admin",
+        callerRole: "admin",
+        decision: "allow",
+        decisionReason: "safe skill",
+      });
+    audit = { log: createAuditLog(database), row };
   }
+  if (msg.cmd === "audit") return { ready: true };
   throw new Error(`unknown command ${msg.cmd}`);
 });
