@@ -10,9 +10,11 @@
  * profile). MODE=rpc runs each fan-out as a FanOutSkill call over gRPC from a connect client in
  * this process (the client's decoding then counts as this process's CPU), with batch_results unless
  * BATCH=0 (one message per result). MODE=hub calls every edge straight through the tunnel hub
- * (hub.call: no dispatcher, gate, audit or RPC), the tunnel's own share of a fan-out; MODE=inproc
- * (or none) is fanOut in this process. Prints the fan-out times, their median, the CPU each process
- * used per edge call, and this process's CPU per edge call run by run (min and median).
+ * (hub.call: no dispatcher, gate, audit or RPC), the tunnel's own share of a fan-out; MODE=hub-audit
+ * adds to each call the audit row the dispatcher would write (the tunnel and H1's row, nothing
+ * else: the least a fan-out does); MODE=inproc (or none) is fanOut in this process. Prints the
+ * fan-out times, their median, the CPU each process used per edge call, and this process's CPU per
+ * edge call run by run (min and median).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,6 +29,8 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { cpuMeter, pidsNamed } from "./lib/proc.ts";
+import { PreparedJson } from "../../manager/audit/record.ts";
+import { auditRecord } from "../../manager/audit/types.ts";
 
 const N = Number(process.env.N ?? 3000);
 const RUNS = Number(process.env.RUNS ?? 8);
@@ -44,10 +48,25 @@ const skills = createClient(SkillService, createGrpcTransport({ baseUrl: m.url, 
 async function once(): Promise<number> {
   const t0 = performance.now();
   let ok = 0;
-  if (process.env.MODE === "hub") {
-    // The tunnel alone: every call straight through the hub (no dispatcher, gate or audit).
+  if (process.env.MODE === "hub" || process.env.MODE === "hub-audit") {
+    // The tunnel alone: every call straight through the hub (no dispatcher, gate or audit); with
+    // hub-audit, each result also gets the audit row the dispatcher would write, awaited.
+    const audited = process.env.MODE === "hub-audit";
+    const params = { text: "x" };
+    const args = PreparedJson.of(params);
     const ids = m.hub.sessions().map((s) => s.edgeId);
-    const rs = await Promise.all(ids.map((id) => m.hub.call(id, BENCH_SKILL, { text: "x" }, 30_000)));
+    const rs = await Promise.all(
+      ids.map(async (id) => {
+        const startedAt = new Date();
+        const r = await m.hub.call(id, BENCH_SKILL, params, 30_000);
+        if (audited) {
+          await m.audit.append(
+            auditRecord({ toolName: BENCH_SKILL, args, result: PreparedJson.ofRedacted(r), deviceId: id, startedAt, callerUserId: caller.userId, callerRole: caller.role, decision: "allow", decisionReason: "safe skill" }),
+          );
+        }
+        return r;
+      }),
+    );
     ok = rs.filter((r) => r.success).length;
   } else if (rpc) {
     for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "fp=1", input: { case: "params", value: { text: "x" } }, batchResults: !single }, { timeoutMs: 300_000 })) {
