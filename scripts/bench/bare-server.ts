@@ -121,28 +121,13 @@ serveWorker(async (msg: WorkerMessage) => {
   }
   if (msg.cmd === "stats") return { held: held.size };
   if (msg.cmd === "audit" && !audit) {
-    const [{ openDatabase }, { createAuditLog }, { PreparedJson }, { auditRecord }] = await Promise.all([
+    const [{ openDatabase }, { createAuditLog }, { echoAuditRecord }] = await Promise.all([
       import("../../manager/db/client.ts"),
       import("../../manager/audit/log.ts"),
-      import("../../manager/audit/record.ts"),
-      import("../../manager/audit/types.ts"),
+      import("./lib/audit-row.ts"),
     ]);
     const database = await openDatabase({ dataDir: String(msg.dataDir), ...(msg.databaseUrl ? { databaseUrl: String(msg.databaseUrl) } : {}) });
-    const args = PreparedJson.of({ text: "x" });
-    // What the manager's row of a bench_echo edge call holds.
-    const row = (edgeId: string) =>
-      auditRecord({
-        toolName: "bench_echo",
-        args,
-        result: PreparedJson.ofRedacted({ success: true, output: "x", durationMs: 0, edgeId }),
-        deviceId: edgeId,
-        startedAt: new Date(),
-        callerUserId: "admin",
-        callerRole: "admin",
-        decision: "allow",
-        decisionReason: "safe skill",
-      });
-    audit = { log: createAuditLog(database), row };
+    audit = { log: createAuditLog(database), row: (edgeId) => echoAuditRecord(edgeId, { success: true, output: "x", durationMs: 0, edgeId }, new Date()) };
   }
   if (msg.cmd === "audit") return { ready: true };
   throw new Error(`unknown command ${msg.cmd}`);

@@ -29,8 +29,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SkillService } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { cpuMeter, pidsNamed } from "./lib/proc.ts";
-import { PreparedJson } from "../../manager/audit/record.ts";
-import { auditRecord } from "../../manager/audit/types.ts";
+import { echoAuditRecord } from "./lib/audit-row.ts";
 
 const N = Number(process.env.N ?? 3000);
 const RUNS = Number(process.env.RUNS ?? 8);
@@ -53,16 +52,13 @@ async function once(): Promise<number> {
     // hub-audit, each result also gets the audit row the dispatcher would write, awaited.
     const audited = process.env.MODE === "hub-audit";
     const params = { text: "x" };
-    const args = PreparedJson.of(params);
     const ids = m.hub.sessions().map((s) => s.edgeId);
     const rs = await Promise.all(
       ids.map(async (id) => {
         const startedAt = new Date();
         const r = await m.hub.call(id, BENCH_SKILL, params, 30_000);
         if (audited) {
-          await m.audit.append(
-            auditRecord({ toolName: BENCH_SKILL, args, result: PreparedJson.ofRedacted(r), deviceId: id, startedAt, callerUserId: caller.userId, callerRole: caller.role, decision: "allow", decisionReason: "safe skill" }),
-          );
+          await m.audit.append(echoAuditRecord(id, r, startedAt));
         }
         return r;
       }),

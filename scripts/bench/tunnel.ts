@@ -214,9 +214,11 @@ async function main(): Promise<number> {
   log(`manager VmRSS ${mib(mgrBefore)} → ${mib(mgrAfter)} MiB; after forced GC ${mib(mgrBeforeGc)} → ${mib(mgrAfterGc)} MiB`);
 
   log(`fan-out: FanOutSkill selector "bench=1" with batch_results, and one message per result, alternating: 1 warm-up + ${FAN_OUT_RUNS} runs each`);
+  /** PostgreSQL's processes, counted with the others' CPU when the run uses it. */
+  const postgresGroup: Record<string, () => number[]> = databaseUrl ? { postgresql: () => pidsNamed("postgres") } : {};
   type FanRun = { ms: number; managerMs: number; results: number; messages: number; succeeded: number; failed: number; timedOut: number; cpuMs: Record<string, number> };
   const fanOnce = async (batchResults: boolean, i: number): Promise<FanRun> => {
-    const cpu = cpuMeter({ manager: () => [manager.pid], "simulated edges": () => [sim.pid], ...(databaseUrl ? { postgresql: () => pidsNamed("postgres") } : {}) });
+    const cpu = cpuMeter({ manager: () => [manager.pid], "simulated edges": () => [sim.pid], ...postgresGroup });
     const t0 = performance.now();
     let results = 0;
     let messages = 0;
@@ -265,7 +267,7 @@ async function main(): Promise<number> {
   log(`fan-out baseline: broadcast to ${N} held streams, and the same with one audit row per reply, alternating: 1 warm-up + ${FAN_OUT_RUNS} runs each`);
   type BareRun = { ms: number; cpuMs: Record<string, number> };
   const broadcastOnce = async (path: "/broadcast" | "/broadcast-audited"): Promise<BareRun> => {
-    const cpu = cpuMeter({ "bare server": () => [bare.pid], "bare clients": () => [clients.pid], ...(databaseUrl ? { postgresql: () => pidsNamed("postgres") } : {}) });
+    const cpu = cpuMeter({ "bare server": () => [bare.pid], "bare clients": () => [clients.pid], ...postgresGroup });
     const t0 = performance.now();
     const res = await unary(bareSession, path, Buffer.alloc(0));
     const ms = performance.now() - t0;
