@@ -385,7 +385,8 @@ describe("F3: PostgreSQL restart during load", async () => {
       const got = await query<{ seq: string; device_id: string }>("select seq, device_id from tool_calls where seq = any($1::bigint[])", [[a.auditSeq, Number(b.auditSeq)]]);
       expect(got.map((g) => g.device_id)).toEqual([id, id]);
     }
-    expect(unhandled, "no unhandled rejection").toEqual([]);
+    // Stacks, not just messages: a bare socket error says nothing of the promise it rejected.
+    expect(unhandled.map((e) => (e instanceof Error ? `${e.stack}\n${JSON.stringify(e)}` : String(e))), "no unhandled rejection").toEqual([]);
   }
 
   it("pg_ctl restart -m fast under load: failures are clear and quick, no success without its row, chain intact, edges kept", async () => {

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
 import { sql } from "drizzle-orm";
 import { describeBothBackends, realPostgresUrl } from "../../test/support/pg.ts";
@@ -29,6 +30,62 @@ async function deadPid(): Promise<number> {
   const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
   await new Promise((r) => child.on("exit", r));
   return child.pid!;
+}
+
+/**
+ * A TCP proxy to a PostgreSQL server that, once armed, resets the next connection it opens at the
+ * first message its client sends after the server's first ReadyForQuery (the end of the startup).
+ */
+async function cuttingProxy(target: URL): Promise<{ port: number; arm(): void; cuts(): number; close(): Promise<void> }> {
+  let armed = false;
+  let cuts = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const cut = armed;
+    armed = false;
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => undefined);
+    }
+    let started = false;
+    let pending = Buffer.alloc(0);
+    upstream.on("data", (chunk: Buffer) => {
+      if (cut && !started) {
+        // Server messages: a type byte, then a length that counts itself.
+        pending = Buffer.concat([pending, chunk]);
+        while (pending.length >= 5) {
+          const len = pending.readUInt32BE(1);
+          if (pending.length < 1 + len) break;
+          if (pending[0] === 0x5a) started = true; // 'Z' ReadyForQuery
+          pending = pending.subarray(1 + len);
+        }
+      }
+      client.write(chunk);
+    });
+    client.on("data", (chunk: Buffer) => {
+      if (cut && started) {
+        cuts++;
+        client.resetAndDestroy();
+        upstream.destroy();
+        return;
+      }
+      upstream.write(chunk);
+    });
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    arm: () => void (armed = true),
+    cuts: () => cuts,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }
 
 describeBothBackends("openDatabase", (backend) => {
@@ -61,6 +118,37 @@ describeBothBackends("openDatabase", (backend) => {
       const database = await store.open();
       const [row] = (await database.db.execute(sql`select current_setting('statement_timeout') as st, current_setting('lock_timeout') as lt`)) as unknown as { st: string; lt: string }[];
       expect(row).toEqual({ st: "30s", lt: "15s" });
+    });
+
+    test("a connection cut right after its startup fails only the query on it: no unhandled rejection, the pool serves on", async () => {
+      // postgres-js (3.4.x) by default sends its own array-types query as the first statement of
+      // every new connection and drops that query's promise (porsager/postgres#1192, #1205, #1223):
+      // a connection cut at that moment ended in an unhandled rejection, which kills a Node process.
+      // Seen in F3 as `write ECONNRESET` while PostgreSQL stopped under load. The proxy below cuts
+      // the first new connection at the first message the client sends after its startup.
+      const store = await backend.fresh();
+      const proxy = await cuttingProxy(new URL(store.where));
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+      process.on("unhandledRejection", onUnhandled);
+      const u = new URL(store.where);
+      u.host = `127.0.0.1:${proxy.port}`;
+      const database = await openDatabase({ databaseUrl: u.toString(), dataDir: tmpdir() });
+      try {
+        proxy.arm();
+        // More concurrent queries than open connections, so the pool opens new ones.
+        const settled = await Promise.allSettled(Array.from({ length: 4 }, () => database.db.execute(sql`select pg_sleep(0.05)`)));
+        expect(proxy.cuts(), "the proxy cut a connection (else nothing was tested)").toBe(1);
+        expect(settled.filter((s) => s.status === "rejected").length, "the query on the cut connection failed to its caller").toBeGreaterThanOrEqual(1);
+        await new Promise((r) => setTimeout(r, 200)); // an unhandled rejection is reported a tick after the fact
+        expect(unhandled.map((e) => (e instanceof Error ? (e.stack ?? e.message) : String(e))), "no unhandled rejection").toEqual([]);
+        const again = await Promise.all(Array.from({ length: 4 }, () => database.db.execute(sql`select 1 as one`)));
+        expect(again).toHaveLength(4);
+      } finally {
+        process.off("unhandledRejection", onUnhandled);
+        await database.close();
+        await proxy.close();
+      }
     });
 
     test("several managers opening the same fresh database concurrently migrate it once", async () => {

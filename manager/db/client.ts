@@ -99,7 +99,13 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
   const shown = describeUrl(url);
   const secrets = urlSecrets(url);
   const onnotice = (n: postgres.Notice) => options.log?.debug({ notice: n.message }, "database notice");
-  const connectionOptions = { connect_timeout: CONNECT_TIMEOUT_S, onnotice, connection: { application_name: "ongrid-manager" } };
+  // fetch_types off: by default postgres-js sends its own array-types query as the first
+  // statement of every new connection and drops that query's promise, so a connection cut at that
+  // moment (a PostgreSQL restart under load) rejects it unhandled and kills the process
+  // (porsager/postgres#1192, #1205, #1223; test: "a connection cut right after its startup").
+  // Without it postgres-js cannot serialise or parse array values: pass lists as text
+  // (string_to_array, as the knowledge store does) or expanded (drizzle's inArray).
+  const connectionOptions = { connect_timeout: CONNECT_TIMEOUT_S, onnotice, fetch_types: false, connection: { application_name: "ongrid-manager" } };
   const fail = (err: unknown) =>
     new OngridError(
       "unavailable",
