@@ -18,6 +18,7 @@ import { ROLES, roleAtLeast, type Role } from "../manager/identity/store.ts";
 import { TUNNEL_PATH } from "../manager/tunnel/hub.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { makeUser } from "./support/auth.ts";
+import { processFaults } from "./support/process-faults.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The RPCs, from the generated code.
@@ -305,8 +306,8 @@ const BAD_GRPC = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unaut
 /** The longest piece of the body an error message may quote. */
 const MAX_ECHO = 96;
 
-const faults: unknown[] = [];
-const onFault = (err: unknown) => faults.push(err);
+/** Unhandled rejections and uncaught exceptions seen in this process (the manager runs in it). */
+const faults = processFaults({ exceptions: true });
 
 /** Whether `message` quotes more than MAX_ECHO characters of `body`. */
 function echoes(message: string, body: string): string | undefined {
@@ -349,7 +350,7 @@ function checkConnectAnswer(rpc: Rpc, res: Awaited<ReturnType<typeof post>>, bod
 }
 
 async function stillServing() {
-  expect(faults, "unhandled rejections / uncaught exceptions").toEqual([]);
+  expect(faults.seen, "unhandled rejections / uncaught exceptions").toEqual([]);
   const res = await post(RPCS.find((r) => r.path === "ongrid.v1.SkillService/ListSkills")!, "{}", "application/json");
   expect(res.status).toBe(200);
   expect((JSON.parse(res.text) as { skills: unknown[] }).skills.length).toBeGreaterThan(0);
@@ -368,12 +369,10 @@ const SERVICE_GROUPS = [...byService.entries()].map(([name, rpcs]) => [name.repl
 
 describe("fuzzing Connect unary requests (valid admin token)", () => {
   beforeAll(() => {
-    process.on("unhandledRejection", onFault);
-    process.on("uncaughtException", onFault);
+    faults.start();
   });
   afterAll(() => {
-    process.off("unhandledRejection", onFault);
-    process.off("uncaughtException", onFault);
+    faults.stop();
   });
 
   it("every unary RPC is in one fuzzed group", () => {
@@ -477,13 +476,11 @@ describe("fuzzing gRPC requests (valid admin token)", () => {
   let session: http2.ClientHttp2Session;
   beforeAll(() => {
     session = http2.connect(m.url);
-    process.on("unhandledRejection", onFault);
-    process.on("uncaughtException", onFault);
+    faults.start();
   });
   afterAll(() => {
     session?.close();
-    process.off("unhandledRejection", onFault);
-    process.off("uncaughtException", onFault);
+    faults.stop();
   });
 
   const FEW = ["SkillService/ListSkills", "SkillService/GetSkill", "SkillService/ExecuteSkill", "AuditService/ListToolCalls", "IdentityService/CreateUser", "CredentialService/PutCredential", "PlaybookService/Route", "AgentService/CallTool"].map(

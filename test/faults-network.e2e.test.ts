@@ -27,6 +27,7 @@ import { EDGE_BIN } from "./global-setup.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, stopChild, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
+import { processFaults } from "./support/process-faults.ts";
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: "pipe", encoding: "utf8" });
 const seqOf = (err: ConnectError) => Number(err.metadata.get("ongrid-audit-seq") ?? 0);
@@ -347,12 +348,11 @@ describe("F7: disk full under the PGlite data directory", () => {
   let m2: TestManager | undefined;
   let edge: TestEdge | undefined;
   let c: Clients;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  const faults = processFaults();
   const observed: Record<string, unknown> = {};
 
   beforeAll(async () => {
-    process.on("unhandledRejection", onUnhandled);
+    faults.start();
     const mounted = mountTmpfs();
     if ("missing" in mounted) throw new Error(mounted.missing);
     dir = mounted.dir;
@@ -368,7 +368,7 @@ describe("F7: disk full under the PGlite data directory", () => {
     await m?.stop().catch((err) => console.warn("F7 manager stop failed:", err));
     await m2?.stop().catch((err) => console.warn("F7 second manager stop failed:", err));
     if (dir) unmount(dir);
-    process.off("unhandledRejection", onUnhandled);
+    faults.stop();
     console.log(`F7 observed: ${JSON.stringify(observed)}`);
   });
 
@@ -497,6 +497,6 @@ describe("F7: disk full under the PGlite data directory", () => {
     expect(again.map((r) => r.seq)).toEqual(expectedSeqs);
     const report2 = await m2.audit.verify();
     expect(report2, report2.reason).toMatchObject({ ok: true, rowsChecked: expectedSeqs.length });
-    expect(unhandled, "no unhandled rejection").toEqual([]);
+    expect(faults.seen, "no unhandled rejection").toEqual([]);
   });
 });

@@ -32,6 +32,7 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { freeStablePort } from "./support/free-port.ts";
 import { bearer } from "./support/auth.ts";
+import { processFaults } from "./support/process-faults.ts";
 
 const run = promisify(execFile);
 
@@ -177,11 +178,10 @@ describe("F3: PostgreSQL restart during load", async () => {
   let skills: ReturnType<typeof createClient<typeof SkillService>>;
   let auditRpc: ReturnType<typeof createClient<typeof AuditService>>;
   const caller: Caller = { userId: "admin", role: "admin" };
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  const faults = processFaults();
 
   beforeAll(async () => {
-    process.on("unhandledRejection", onUnhandled);
+    faults.start();
     await server.start();
     const admin = postgres(`postgres://postgres@127.0.0.1:${server.port}/postgres`, { max: 1, onnotice: () => {} });
     try {
@@ -202,7 +202,7 @@ describe("F3: PostgreSQL restart during load", async () => {
     await Promise.all(edges.map((e) => e.stop()));
     await m?.stop().catch((err) => console.warn("manager stop failed:", err));
     await server.remove();
-    process.off("unhandledRejection", onUnhandled);
+    faults.stop();
   });
 
   /** Raw SQL on the private server (a fresh connection each time: the server restarts under it). */
@@ -385,8 +385,7 @@ describe("F3: PostgreSQL restart during load", async () => {
       const got = await query<{ seq: string; device_id: string }>("select seq, device_id from tool_calls where seq = any($1::bigint[])", [[a.auditSeq, Number(b.auditSeq)]]);
       expect(got.map((g) => g.device_id)).toEqual([id, id]);
     }
-    // Stacks, not just messages: a bare socket error says nothing of the promise it rejected.
-    expect(unhandled.map((e) => (e instanceof Error ? `${e.stack}\n${JSON.stringify(e)}` : String(e))), "no unhandled rejection").toEqual([]);
+    expect(faults.seen, "no unhandled rejection").toEqual([]);
   }
 
   it("pg_ctl restart -m fast under load: failures are clear and quick, no success without its row, chain intact, edges kept", async () => {

@@ -21,6 +21,7 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { connectGrpcEdge } from "./support/grpc-edge.ts";
 import { bearer } from "./support/auth.ts";
 import { grpcFrame } from "./support/grpc-frame.ts";
+import { processFaults } from "./support/process-faults.ts";
 
 const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 110_011);
@@ -40,13 +41,10 @@ let fuzzToken: string;
 let goodToken: string;
 let client: http2.ClientHttp2Session | undefined;
 /** Unhandled rejections and uncaught exceptions seen in this process (the manager runs in it). */
-const problems: string[] = [];
-const onRejection = (reason: unknown) => problems.push(`unhandledRejection: ${(reason as Error)?.stack ?? String(reason)}`);
-const onException = (err: Error) => problems.push(`uncaughtException: ${err?.stack ?? String(err)}`);
+const faults = processFaults({ exceptions: true });
 
 beforeAll(async () => {
-  process.on("unhandledRejection", onRejection);
-  process.on("uncaughtException", onException);
+  faults.start();
   m = await bootManager({ "tunnel.max_frame_bytes": MAX_FRAME, "tunnel.heartbeat_interval": "1s" });
   fuzzToken = (await m.edges.enroll(FUZZ_ID)).token;
   goodToken = (await m.edges.enroll(GOOD_ID)).token;
@@ -54,11 +52,10 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.destroy();
   await m?.stop();
-  process.off("unhandledRejection", onRejection);
-  process.off("uncaughtException", onException);
+  faults.stop();
 });
 afterEach(() => {
-  expect(problems).toEqual([]);
+  expect(faults.seen).toEqual([]);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -291,7 +288,7 @@ const skillClient = () => createClient(SkillService, createConnectTransport({ ba
 
 /** A well-behaved grpc-js edge (hello with one skill) is welcomed, RPCs answer, and nothing leaked or went unhandled. */
 async function assertServing(): Promise<void> {
-  expect(problems).toEqual([]);
+  expect(faults.seen).toEqual([]);
   expect(m.hub.session(FUZZ_ID), "a fuzzed session was left behind").toBeUndefined();
   const address = new URL(m.url).host;
   let welcomed!: () => void;
@@ -314,7 +311,7 @@ async function assertServing(): Promise<void> {
   expect(end.code).toBe(0);
   expect(m.hub.session(GOOD_ID)).toBeUndefined();
   expect(m.hub.connectedCount()).toBe(0);
-  expect(problems).toEqual([]);
+  expect(faults.seen).toEqual([]);
 }
 
 // ---------------------------------------------------------------------------------------------

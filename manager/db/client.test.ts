@@ -7,6 +7,7 @@ import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
 import { sql } from "drizzle-orm";
 import { describeBothBackends, realPostgresUrl } from "../../test/support/pg.ts";
+import { processFaults } from "../../test/support/process-faults.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { MIGRATIONS_FOLDER, describeUrl, openDatabase } from "./client.ts";
 import { processIdentity } from "./lock.ts";
@@ -128,9 +129,8 @@ describeBothBackends("openDatabase", (backend) => {
       // the first new connection at the first message the client sends after its startup.
       const store = await backend.fresh();
       const proxy = await cuttingProxy(new URL(store.where));
-      const unhandled: unknown[] = [];
-      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
-      process.on("unhandledRejection", onUnhandled);
+      const faults = processFaults();
+      faults.start();
       const u = new URL(store.where);
       u.host = `127.0.0.1:${proxy.port}`;
       const database = await openDatabase({ databaseUrl: u.toString(), dataDir: tmpdir() });
@@ -141,11 +141,11 @@ describeBothBackends("openDatabase", (backend) => {
         expect(proxy.cuts(), "the proxy cut a connection (else nothing was tested)").toBe(1);
         expect(settled.filter((s) => s.status === "rejected").length, "the query on the cut connection failed to its caller").toBeGreaterThanOrEqual(1);
         await new Promise((r) => setTimeout(r, 200)); // an unhandled rejection is reported a tick after the fact
-        expect(unhandled.map((e) => (e instanceof Error ? (e.stack ?? e.message) : String(e))), "no unhandled rejection").toEqual([]);
+        expect(faults.seen, "no unhandled rejection").toEqual([]);
         const again = await Promise.all(Array.from({ length: 4 }, () => database.db.execute(sql`select 1 as one`)));
         expect(again).toHaveLength(4);
       } finally {
-        process.off("unhandledRejection", onUnhandled);
+        faults.stop();
         await database.close();
         await proxy.close();
       }
