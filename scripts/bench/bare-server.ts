@@ -114,21 +114,26 @@ server.on("stream", (stream, headers) => {
   }
 });
 
+/** Opens the audit log the `audit` command asks for, importing the manager's modules only then. */
+async function openAudit(msg: WorkerMessage): Promise<NonNullable<typeof audit>> {
+  const [{ openDatabase }, { createAuditLog }, { echoAuditRecord }] = await Promise.all([
+    import("../../manager/db/client.ts"),
+    import("../../manager/audit/log.ts"),
+    import("./lib/audit-row.ts"),
+  ]);
+  const database = await openDatabase({ dataDir: String(msg.dataDir), ...(msg.databaseUrl ? { databaseUrl: String(msg.databaseUrl) } : {}) });
+  return { log: createAuditLog(database), row: (edgeId) => echoAuditRecord(edgeId, { success: true, output: "x", durationMs: 0, edgeId }, new Date()) };
+}
+
 serveWorker(async (msg: WorkerMessage) => {
   if (msg.cmd === "listen") {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     return { port: (server.address() as AddressInfo).port };
   }
   if (msg.cmd === "stats") return { held: held.size };
-  if (msg.cmd === "audit" && !audit) {
-    const [{ openDatabase }, { createAuditLog }, { echoAuditRecord }] = await Promise.all([
-      import("../../manager/db/client.ts"),
-      import("../../manager/audit/log.ts"),
-      import("./lib/audit-row.ts"),
-    ]);
-    const database = await openDatabase({ dataDir: String(msg.dataDir), ...(msg.databaseUrl ? { databaseUrl: String(msg.databaseUrl) } : {}) });
-    audit = { log: createAuditLog(database), row: (edgeId) => echoAuditRecord(edgeId, { success: true, output: "x", durationMs: 0, edgeId }, new Date()) };
+  if (msg.cmd === "audit") {
+    audit ??= await openAudit(msg);
+    return { ready: true };
   }
-  if (msg.cmd === "audit") return { ready: true };
   throw new Error(`unknown command ${msg.cmd}`);
 });
