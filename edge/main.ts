@@ -5,6 +5,8 @@ import { isAbsolute } from "node:path";
 import { Command, CommanderError } from "commander";
 import pino from "pino";
 import { parseDuration } from "../skill/duration.ts";
+import { setShellPolicy } from "../skill/risk/index.ts";
+import { DEFAULT_READ_ROOTS } from "../skill/risk/paths.ts";
 import { OngridError } from "../skill/errors.ts";
 import { parseBoolean } from "../skill/boolean.ts";
 import { isLoopbackHost, managerUrlProblem } from "../skill/net.ts";
@@ -55,6 +57,8 @@ export function buildEdgeProgram(): Command {
     .option("--id <id>", "edge id (ONGRID_EDGE_ID; default: this host's name, lower-cased)", env.ONGRID_EDGE_ID)
     .option("--label <key=value>", "a label for selectors (repeatable; ONGRID_EDGE_LABELS=k=v,k=v)", list, env.ONGRID_EDGE_LABELS ? env.ONGRID_EDGE_LABELS.split(",") : [])
     .option("--allowed-root <dir>", "directory tail_file and host_files may read (repeatable; ONGRID_EDGE_ALLOWED_ROOTS=a:b)", list, env.ONGRID_EDGE_ALLOWED_ROOTS ? env.ONGRID_EDGE_ALLOWED_ROOTS.split(":") : [])
+    .option("--exec-read-root <dir>", "directory whose files read-only exec commands may read without approval (repeatable; ONGRID_EXEC_READ_ROOTS=a:b; default /var/log; keep equal to the manager's skills.exec.read_roots)", list, env.ONGRID_EXEC_READ_ROOTS ? env.ONGRID_EXEC_READ_ROOTS.split(":") : [])
+    .option("--exec-safe-run-as <user[:group]>", "unprivileged user read-only exec commands run as when the edge runs as root; \"\" for the edge's own user (ONGRID_EXEC_SAFE_RUN_AS; default nobody)", env.ONGRID_EXEC_SAFE_RUN_AS)
     .option("--pack-dir <dir>", "directory of subprocess skill packs, or of one pack (repeatable; ONGRID_EDGE_PACK_DIRS=a:b)", list, env.ONGRID_EDGE_PACK_DIRS ? env.ONGRID_EDGE_PACK_DIRS.split(":") : [])
     .option("--proc-root <dir>", "proc filesystem host_load and host_processes read instead of /proc, e.g. the host's /proc mounted into a container (ONGRID_EDGE_PROC_ROOT)", env.ONGRID_EDGE_PROC_ROOT)
     .option("--no-watch-packs", "do not rescan packs on file changes (SIGHUP still rescans; ONGRID_EDGE_WATCH_PACKS=false)")
@@ -109,6 +113,10 @@ export function buildEdgeProgram(): Command {
       if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
         log.warn({ manager: url.origin }, "the manager URL is plaintext http://: the edge token and every call cross the network in clear; use https:// (--require-tls refuses plaintext)");
       }
+      const readRoots = (o.execReadRoot as string[]).filter(Boolean);
+      const badRoot = readRoots.find((r) => !isAbsolute(r));
+      if (badRoot) bad("--exec-read-root", `"${badRoot}" must be an absolute directory path`);
+      setShellPolicy({ readRoots: readRoots.length ? readRoots : DEFAULT_READ_ROOTS });
       const runtime = createEdgeRuntime({
         id,
         labels: parseLabels(o.label),
@@ -118,6 +126,7 @@ export function buildEdgeProgram(): Command {
         log,
         packDirs: (o.packDir as string[]).filter(Boolean),
         procRoot: o.procRoot || undefined,
+        execSafeRunAs: o.execSafeRunAs,
       });
       const packs = runtime.packs;
       if (packs && o.watchPacks && env.ONGRID_EDGE_WATCH_PACKS !== "false") packs.watch();

@@ -20,6 +20,8 @@ export interface EdgeRuntimeOptions {
   log: Logger;
   /** Directories of subprocess packs (E2), loaded as host skills; none by default. */
   packDirs?: string[];
+  /** The user (user or user:group) read-only exec commands run as when the edge is root; "" for the edge's own user; nobody by default. */
+  execSafeRunAs?: string;
   /** The proc filesystem host_load and host_processes read instead of /proc (a host's /proc mounted into a container; tests' fake one). */
   procRoot?: string;
 }
@@ -61,6 +63,7 @@ export function createEdgeRuntime(o: EdgeRuntimeOptions): EdgeRuntimeWithPacks {
     settings: {
       tail_file: { allowed_roots: o.allowedRoots },
       host_files: { allowed_roots: o.allowedRoots },
+      ...(o.execSafeRunAs !== undefined ? { exec: { safe_run_as: o.execSafeRunAs } } : {}),
       ...(o.procRoot ? { host_load: { proc_root: o.procRoot }, host_processes: { proc_root: o.procRoot } } : {}),
     },
     concurrency: o.concurrency,

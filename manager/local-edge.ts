@@ -19,6 +19,8 @@ export interface LocalEdgeOptions {
   outputCapBytes: number;
   /** PEM file the manager serves (trusted by the local edge when the manager uses TLS). */
   tlsCert?: string;
+  /** skills.exec.safe_run_as. */
+  execSafeRunAs?: string;
   /** Pack directories of the local edge (packs.local_edge_dirs). */
   packDirs?: string[];
 }
@@ -41,6 +43,7 @@ export async function startLocalEdge(o: LocalEdgeOptions): Promise<{ id: string;
     outputCapBytes: o.outputCapBytes,
     log: o.log.child({ local_edge: id }),
     packDirs: o.packDirs,
+    execSafeRunAs: o.execSafeRunAs,
   });
   const stopWatching = runtime.packs?.watch();
   const stop = new AbortController();

@@ -10,6 +10,7 @@ import { openDatabase, type Database } from "./db/client.ts";
 import { createAuditLog } from "./audit/log.ts";
 import type { AuditLog } from "./audit/types.ts";
 import type { ManagerConfig } from "./config/schema.ts";
+import { setShellPolicy } from "../skill/risk/index.ts";
 import { createManagerRegistry } from "./builtin/index.ts";
 import { createDispatcher, type Dispatcher } from "./dispatch/dispatch.ts";
 import { hostname } from "node:os";
@@ -100,6 +101,8 @@ export type Core = Awaited<ReturnType<typeof openCore>> & { config: ManagerConfi
 
 /** Opens storage, the registries and the router without listening: what the CLI needs to run skills in process. */
 export async function openCore(config: ManagerConfig, log: Logger) {
+  // The gate classifies exec calls with the same read roots the edges are told to use.
+  setShellPolicy({ readRoots: splitDirs(config.skills.exec?.read_roots ?? "/var/log") });
   const registry = createManagerRegistry(log);
   const packDirs = splitDirs(config.packs.dirs);
   const packs = packDirs.length ? createPackSet({ dirs: packDirs, scope: "manager", registry, log }) : undefined;
@@ -133,7 +136,7 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     tokenLookups: () => identity.tokenLookups(),
   });
   const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials, playbooks, onCall: metrics.observeCall });
-  const workflow = createApprovalWorkflow({ store: approvals, audit, log, run: dispatcher.runApproved });
+  const workflow = createApprovalWorkflow({ store: approvals, audit, log, run: dispatcher.runApproved, provenance: (userId, tokenId) => identity.provenance(userId, tokenId) });
   const router = createRouter({
     playbooks,
     model,

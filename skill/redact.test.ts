@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { isSecretName, REDACTED, REDACTED_PRIVATE_KEY, redact, redactString, redactStringUnfiltered } from "./redact.ts";
+import { SECRET_CORPUS } from "./redact.corpus.ts";
 
 // Shape-valid fakes (not real credentials).
 const AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE";
@@ -315,5 +316,25 @@ describe("redactString's pre-check", () => {
     expect(redactString("Bearer abcdef123456")).toBe(`Bearer ${REDACTED}`);
     expect(redactString("key AKIAIOSFODNN7EXAMPLE in use")).toBe(`key ${REDACTED} in use`);
     expect(redactString("ghp_abcdefghijklmnopqrstuvwxyz0123456789")).toBe(REDACTED);
+  });
+});
+
+describe("the secret corpus (A5): every kind is masked wherever it appears", () => {
+  it(`holds at least 40 kinds`, () => {
+    expect(SECRET_CORPUS.length).toBeGreaterThanOrEqual(40);
+  });
+  it.each(SECRET_CORPUS.map((s) => [s.kind, s] as const))("%s: in free text, in a JSON param, in a list of lines, in a process list", (_kind, s) => {
+    expect(redactString(s.text)).not.toContain(s.secret);
+    expect(JSON.stringify(redact({ command: s.text, nested: [{ env: s.text }] }))).not.toContain(s.secret);
+    // Line by line, as tail_file and read_journal return text: a key block split over lines too.
+    const lines = `first line\n${s.text}\nlast line`.split("\n");
+    expect(JSON.stringify(redact({ lines }))).not.toContain(s.secret);
+    expect(redactString(`root  4242  0.0  0.1 ${s.text} --flag`)).not.toContain(s.secret);
+  });
+  it("masks the value only, never the rest of a line an approver must read", () => {
+    expect(redactString("echo Authorization: ; systemctl stop db ; rm data.db")).toBe("echo Authorization: ; systemctl stop db ; rm data.db");
+    expect(redactString("curl -H 'Authorization: Bearer abc.def' https://x; systemctl stop db")).toBe(`curl -H 'Authorization: ${REDACTED}' https://x; systemctl stop db`);
+    expect(redactString("Cookie: a=1; b=2 && reboot")).toBe(`Cookie: ${REDACTED} && reboot`);
+    expect(redactString("mysql -pS3cret -e 'select 1'; rm -rf /tmp/x")).toBe(`mysql -p${REDACTED} -e 'select 1'; rm -rf /tmp/x`);
   });
 });

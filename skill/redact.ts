@@ -57,6 +57,8 @@ function walk(v: unknown, stack: Set<object>, depth: number): unknown {
   stack.add(v);
   try {
     if (Array.isArray(v)) {
+      // A list of lines (tail_file, read_journal): a key block spread over several elements is one block.
+      if (v.some((item) => typeof item === "string" && item.includes("-----BEGIN "))) return redactLines(v, stack, depth);
       // [["Authorization", "Basic …"], …]: header tuple lists, Object.entries, Headers#entries().
       const pairs = isPairList(v);
       return v.map((item) =>
@@ -81,6 +83,34 @@ function walk(v: unknown, stack: Set<object>, depth: number): unknown {
   }
 }
 
+/** Redacts a list of lines, masking every element from a private key's BEGIN line to its END line. */
+function redactLines(list: readonly unknown[], stack: Set<object>, depth: number): unknown[] {
+  let inKey = false;
+  return list.map((item) => {
+    if (typeof item !== "string") return walk(item, stack, depth + 1);
+    let line = item;
+    if (inKey) {
+      PEM_END.lastIndex = 0;
+      const end = PEM_END.exec(line);
+      if (!end) return REDACTED_PRIVATE_KEY;
+      line = REDACTED_PRIVATE_KEY + line.slice(end.index + end[0].length);
+      inKey = false;
+    }
+    inKey = opensKeyBlock(line);
+    return redactString(line);
+  });
+}
+
+/** Whether a line opens a private key block it does not close. */
+function opensKeyBlock(line: string): boolean {
+  const begin = /-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----/g;
+  let last = -1;
+  for (let m = begin.exec(line); m; m = begin.exec(line)) last = m.index + m[0].length;
+  if (last < 0) return false;
+  PEM_END.lastIndex = last;
+  return PEM_END.exec(line) === null;
+}
+
 /** A non-empty array whose every element is a [name, value] pair with a string name. */
 function isPairList(list: readonly unknown[]): boolean {
   if (list.length === 0) return false;
@@ -94,7 +124,10 @@ function isPairList(list: readonly unknown[]): boolean {
 // uses bounded or non-overlapping quantifiers, so each pass is linear in the input length.
 const PEM_BEGIN = /-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY(?: BLOCK)?-----/y;
 const PEM_END = /-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----/g;
-const HEADER_LINE = /(['"]?)\b((?:proxy-)?authorization|(?:set-)?cookie)([ \t]*:)[ \t]*([^\r\n]+)/gi;
+// A header's value only: Authorization's optional scheme and its credential (one token), a Cookie's
+// name=value pairs. Never to the end of the line: what follows may be a command an approver must see.
+const AUTH_HEADER = /\b((?:proxy-)?authorization)([ \t]*:[ \t]*)((?:[A-Za-z][A-Za-z0-9_-]{0,30}[ \t]+)?(?:[A-Za-z0-9_-]+=(?:"[^"\r\n]*"|[^\s,;"'`<>()]*)(?:[ \t]*,[ \t]*[A-Za-z0-9_-]+=(?:"[^"\r\n]*"|[^\s,;"'`<>()]*))*|[^\s;&|'"`<>(),]+))/gi;
+const COOKIE_HEADER = /\b((?:set-)?cookie)([ \t]*:[ \t]*)([^\s;=,]+=[^\s;,]*(?:;[ \t]*[^\s;=,]+=?[^\s;,]*)*)/gi;
 const QUOTED_OR_BARE = `("(?:[^"\\\\\\r\\n]|\\\\.)*"?|'[^'\\r\\n]*'?|[^\\s"'&,;]+)`;
 const KEY_VALUE = new RegExp(`(${SECRET_WORD})(["']?)([ \\t]*[=:][ \\t]*)(?![:=])${QUOTED_OR_BARE}`, "gi");
 const FLAG_VALUE = new RegExp(`(--[A-Za-z0-9_-]{0,48}?${SECRET_WORD})([ \\t]+)(?!-)${QUOTED_OR_BARE}`, "gi");
@@ -120,16 +153,48 @@ const TOKEN_SHAPES: readonly RegExp[] = [
   /(?<![A-Za-z0-9-])xox[abposr]-[A-Za-z0-9-]{10,}/g, // Slack tokens
   /(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}/g, // OpenAI-style secret keys
   /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, // JWT
+  // The secret kinds of secretlint's recommended preset and gitleaks' common rules, by their documented formats.
+  /(?<![A-Za-z0-9_])og[ut]_[A-Za-z0-9_-]{20,}/g, // ongrid's own user (ogu_) and edge (ogt_) tokens
+  /(?<![A-Za-z0-9_])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}/g, // Stripe keys
+  /(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])/g, // npm tokens
+  /(?<![A-Za-z0-9_-])gl(?:pat|dt|rt|ptt|cbt|imt|agent|soat|ffct)-[A-Za-z0-9_-]{20,}/g, // GitLab tokens
+  /(?<![A-Za-z0-9_-])xapp-[0-9]-[A-Za-z0-9-]{10,}/g, // Slack app tokens
+  /https:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9_/+-]{20,}/g, // Slack webhooks
+  /https:\/\/(?:ptb\.|canary\.)?discord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]{20,}/g, // Discord webhooks
+  /(?<![A-Za-z0-9_-])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}/g, // SendGrid
+  /(?<![A-Za-z0-9_-])ya29\.[A-Za-z0-9_-]{20,}/g, // Google OAuth access tokens
+  /(?<![A-Za-z0-9_-])GOCSPX-[A-Za-z0-9_-]{20,}/g, // Google OAuth client secrets
+  /(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}/g, // Hugging Face
+  /(?<![A-Za-z0-9_])(?:dop|doo|dor)_v1_[a-f0-9]{64}/g, // DigitalOcean
+  /(?<![A-Za-z0-9_-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}/g, // PyPI
+  /(?<![A-Za-z0-9_])dckr_pat_[A-Za-z0-9_-]{20,}/g, // Docker Hub
+  /(?<![A-Za-z0-9_])hv[sbr]\.[A-Za-z0-9_-]{24,}/g, // HashiCorp Vault
+  /(?<![A-Za-z0-9_])(?:glsa|glc)_[A-Za-z0-9_=+/-]{32,}/g, // Grafana
+  /(?<![A-Za-z0-9_])lin_(?:api|oauth)_[A-Za-z0-9]{40}/g, // Linear
+  /(?<![A-Za-z0-9_])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}/g, // Shopify
+  /(?<![A-Za-z0-9_])sntr[ysu]s?_[A-Za-z0-9_=+/-]{30,}/g, // Sentry
+  /(?<![A-Za-z0-9_-])NRAK-[A-Z0-9]{27}/g, // New Relic
+  /(?<![A-Za-z0-9_])dapi[a-f0-9]{32}(?:-\d)?/g, // Databricks
+  /(?<![A-Za-z0-9_-])PMAK-[a-f0-9]{24}-[a-f0-9]{34}/g, // Postman
+  /(?<![A-Za-z0-9_-])ops_[A-Za-z0-9_-]{40,}|(?<![A-Za-z0-9_-])A3-[A-Z0-9]{6}-[A-Z0-9-]{20,}/g, // 1Password service account tokens, secret keys
+  /(?<![A-Za-z0-9_-])ATATT3[A-Za-z0-9_=-]{150,}/g, // Atlassian API tokens
+  /(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])/g, // Telegram bot tokens
+  /(?<![A-Za-z0-9_-])(?:AC|SK)[a-f0-9]{32}(?![A-Za-z0-9])/g, // Twilio
+  /(?<![A-Za-z0-9_-])sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}/g, // Square
 ];
+// Passwords attached to a client's flag: mysql/mariadb -pPASS (attached: -p alone prompts), sshpass -p X,
+// redis-cli -a X / --pass X, and the like. The prefix is kept, the value masked.
+const CLI_PASSWORD =
+  /(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump|mariadb-admin)\b[^\n|;&]*?[ \t]-p)(?!assword)([^\s'"]+|'[^'\n]*'|"[^"\n]*")|(\bsshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*-p[ \t]*)([^\s'"]+|'[^'\n]*'|"[^"\n]*")|(\bredis-cli\b[^\n|;&]*?[ \t](?:-a|--pass|--askpass)[ \t]+)([^\s'"]+|'[^'\n]*'|"[^"\n]*")/g;
 
 /**
  * What every pattern below needs somewhere in its match: "-" (PEM armour, flags, xox-/sk- tokens),
  * ":" (headers, key: value, URLs), "=" (key=value, SAS), "@" (URL user info), or a token prefix
- * without one of those (bearer, AKIA/ASIA, AIza, gh?_/github_pat_, eyJ). Text with none of them
+ * without one of those (bearer, AKIA/ASIA, AIza, gh?_/github_pat_, eyJ, ogu_/ogt_, sk_live_, npm_, …). Text with none of them
  * (identifiers, numbers, plain words) has nothing to redact and skips the dozen passes; a pattern
  * added below must keep this true.
  */
-const MAY_HOLD_SECRET = /[-:=@]|bearer|AKIA|ASIA|AIza|gh[pousr]_|github_pat_|eyJ/i;
+const MAY_HOLD_SECRET = /[-:=@]|bearer|AKIA|ASIA|AIza|gh[pousr]_|github_pat_|eyJ|og[ut]_|[spr]k_|npm_|ya29\.|SG\.|hf_|do[por]_v1|dckr_|hv[sbr]\.|gl(?:sa|c)_|lin_|shp|sntr|dapi|ops_|(?:AC|SK)[a-f0-9]{32}/i;
 
 /** Scrubs secrets out of free text (command output, logs, error messages) in linear time. */
 export function redactString(s: string): string {
@@ -140,11 +205,10 @@ export function redactString(s: string): string {
 /** Every pass of redactString, without its pre-check (exported for the test that holds the pre-check to the passes). */
 export function redactStringUnfiltered(s: string): string {
   let out = redactPem(s);
-  out = out.replace(HEADER_LINE, (_m, quote: string, name: string, colon: string, rest: string) => {
-    // A quoted header (curl -H 'Authorization: ...') ends at its closing quote, else at the line end.
-    const close = quote ? rest.indexOf(quote) : -1;
-    return `${quote}${name}${colon} ${REDACTED}${close >= 0 ? rest.slice(close) : ""}`;
-  });
+  // The scheme goes with the credential: "Authorization: [REDACTED]".
+  out = out.replace(AUTH_HEADER, (_m, name: string, colon: string) => `${name}${colon}${REDACTED}`);
+  out = out.replace(COOKIE_HEADER, (_m, name: string, colon: string) => `${name}${colon}${REDACTED}`);
+  out = out.replace(CLI_PASSWORD, (_m, a?: string, _av?: string, b?: string, _bv?: string, c?: string) => `${a ?? b ?? c}${REDACTED}`);
   out = out.replace(SAS_CONNECTION, (_m, name: string) => `${name}${REDACTED}`);
   out = out.replace(KEY_VALUE, (m, word: string, quote: string, sep: string, value: string, offset: number, all: string) =>
     keepsValue(word, all, offset) ? m : `${word}${quote}${sep}${maskValue(value)}`,

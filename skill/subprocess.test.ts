@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ProcessStartError, processAlive, runProcess } from "./subprocess.ts";
+import { ProcessStartError, processAlive, runPipeline, runProcess } from "./subprocess.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "ongrid-subprocess-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -109,5 +109,27 @@ describe("runProcess", () => {
     expect(r).toMatchObject({ cancelled: true, exitCode: null });
     expect(r.pid).toBeUndefined();
     expect(existsSync(marker)).toBe(false);
+  });
+});
+
+describe("runPipeline", () => {
+  const env = { PATH: "/usr/bin:/bin" };
+  it("wires stage stdout to the next stage's stdin and reports the last stage's status, as sh does", async () => {
+    const r = await runPipeline([{ file: "printf", args: ["b\\na\\nb\\n"] }, { file: "sort" }, { file: "uniq", args: ["-c"] }], { timeoutMs: 10_000, maxOutputBytes: 1000, env });
+    expect(r.stdout.split("\n").map((l) => l.trim())).toEqual(["1 a", "2 b", ""]);
+    expect(r.exitCode).toBe(0);
+    const failedFirst = await runPipeline([{ file: "false" }, { file: "true" }], { timeoutMs: 10_000, maxOutputBytes: 1000, env });
+    expect(failedFirst.exitCode).toBe(0);
+    const failedLast = await runPipeline([{ file: "true" }, { file: "false" }], { timeoutMs: 10_000, maxOutputBytes: 1000, env });
+    expect(failedLast.exitCode).toBe(1);
+  });
+
+  it("ends a writer whose reader stopped early (cat /dev/zero | head -c 5), instead of leaving it blocked until the timeout", async () => {
+    const r = await runPipeline([{ file: "cat", args: ["/dev/zero"] }, { file: "head", args: ["-c", "5"] }, { file: "wc", args: ["-c"] }], { timeoutMs: 20_000, maxOutputBytes: 1000, env });
+    expect(r).toMatchObject({ stdout: "5\n", exitCode: 0, timedOut: false });
+  });
+
+  it("refuses a stage that cannot start, naming it, and leaves the stages already started killed", async () => {
+    await expect(runPipeline([{ file: "sleep", args: ["30"] }, { file: "/nonexistent/tool" }], { timeoutMs: 10_000, maxOutputBytes: 1000, env })).rejects.toThrow(/\/nonexistent\/tool: not found/);
   });
 });

@@ -73,6 +73,18 @@ const POLL_MS = 50;
 /** Upper bound on waiting for SIGKILLed processes to disappear. */
 const KILL_WAIT_MS = 1000;
 
+/** One command of a pipeline: run without a shell, its stdout wired to the next one's stdin. */
+export interface Stage {
+  file: string;
+  args?: readonly string[];
+}
+
+/** Runs the stages of a pipeline under the same user, environment and limits. */
+export interface RunPipelineOptions extends Omit<RunProcessOptions, "file" | "args"> {
+  /** Run each stage as this user and group (the caller must be root); none: as the caller. */
+  runAs?: { uid: number; gid: number };
+}
+
 /**
  * Runs `file args` without a shell as the leader of a new process group. On timeout, abort, or
  * when the leader exits while others in its group live on (background jobs), the group gets
@@ -81,6 +93,16 @@ const KILL_WAIT_MS = 1000;
  * group is gone; throws ProcessStartError only when the process could not start.
  */
 export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult> {
+  return runPipeline([{ file: opts.file, args: opts.args }], opts);
+}
+
+/**
+ * Runs a pipeline without a shell: each stage is the leader of its own process group, stage i's
+ * stdout is stage i+1's stdin, stdout is the last stage's, stderr every stage's, the exit status the
+ * last stage's (as sh reports a pipeline). Deadline, cancellation and background jobs are handled
+ * as runProcess says, for every stage's group.
+ */
+export async function runPipeline(stages: readonly Stage[], opts: RunPipelineOptions): Promise<ProcessResult> {
   const started = performance.now();
   const cap = Math.max(0, Math.floor(opts.maxOutputBytes));
   const grace = opts.killGraceMs ?? DEFAULT_GRACE_MS;
@@ -96,6 +118,7 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     cancelled: false,
     ...partial,
   });
+  if (stages.length === 0) throw new ProcessStartError("EINVAL", "file", "an empty pipeline");
   if (opts.signal?.aborted) return result({ cancelled: true });
   if (opts.cwd !== undefined) {
     let isDir = false;
@@ -107,88 +130,115 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
     if (!isDir) throw new ProcessStartError("ENOTDIR", "cwd", `working directory ${opts.cwd} is not a directory`);
   }
 
-  const startError = (e: NodeJS.ErrnoException): ProcessStartError => {
+  const startError = (file: string, e: NodeJS.ErrnoException): ProcessStartError => {
     const code = e.code ?? "EUNKNOWN";
     const what = code === "ENOENT" ? "not found" : code === "EACCES" ? "permission denied" : `cannot start (${code})`;
-    return new ProcessStartError(code, "file", `${opts.file}: ${what}`);
+    return new ProcessStartError(code, "file", `${file}: ${what}`);
   };
-  let child: ReturnType<typeof spawn>;
-  try {
-    child = spawn(opts.file, [...(opts.args ?? [])], {
-      cwd: opts.cwd,
-      env: opts.env ? { ...opts.env } : undefined,
-      detached: true,
-      shell: false,
-      windowsHide: true,
-      stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-    });
-  } catch (err) {
-    throw startError(err as NodeJS.ErrnoException);
-  }
-  const failed = new Promise<NodeJS.ErrnoException>((resolve) => child.once("error", resolve));
-  const pid = child.pid;
-  if (pid === undefined) throw startError(await failed);
-  child.on("error", () => {
-    /* after a successful start only a failed kill can error; the group is signalled directly */
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-
+  const children: ReturnType<typeof spawn>[] = [];
+  const pids: number[] = [];
   const out = new Capture(cap);
   const err = new Capture(cap);
-  child.stdout?.on("data", (b: Buffer) => out.push(b));
-  child.stderr?.on("data", (b: Buffer) => err.push(b));
-  if (child.stdin) {
-    child.stdin.on("error", () => {
+  const killAll = () => pids.forEach((p) => signalGroup(p, "SIGKILL"));
+  for (const [i, stage] of stages.entries()) {
+    const last = i === stages.length - 1;
+    // Stage i+1's stdin is fed from stage i's stdout through this process (Bun cannot hand a child's pipe to another child).
+    const stdin = i > 0 || opts.input !== undefined ? "pipe" : "ignore";
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(stage.file, [...(stage.args ?? [])], {
+        cwd: opts.cwd,
+        env: opts.env ? { ...opts.env } : undefined,
+        detached: true,
+        shell: false,
+        windowsHide: true,
+        stdio: [stdin, "pipe", "pipe"],
+        ...(opts.runAs ? { uid: opts.runAs.uid, gid: opts.runAs.gid } : {}),
+      });
+    } catch (e) {
+      killAll();
+      throw startError(stage.file, e as NodeJS.ErrnoException);
+    }
+    const failed = new Promise<NodeJS.ErrnoException>((resolve) => child.once("error", resolve));
+    if (child.pid === undefined) {
+      killAll();
+      throw startError(stage.file, await failed);
+    }
+    child.on("error", () => {
+      /* after a successful start only a failed kill can error; the group is signalled directly */
+    });
+    if (i > 0) {
+      const from = children[i - 1].stdout!;
+      const to = child.stdin!;
+      // When this stage stops reading (head -n 1 exits), the previous one must not block on a full pipe:
+      // closing its stdout's read end makes its next write fail (SIGPIPE), as in a shell pipeline.
+      to.on("error", () => from.destroy());
+      to.on("close", () => from.destroy());
+      from.pipe(to);
+    }
+    children.push(child);
+    pids.push(child.pid);
+    if (last) child.stdout?.on("data", (b: Buffer) => out.push(b));
+    child.stderr?.on("data", (b: Buffer) => err.push(b));
+  }
+  const first = children[0];
+  if (first.stdin && opts.input !== undefined) {
+    first.stdin.on("error", () => {
       /* EPIPE: the child stopped reading; its exit status tells the rest */
     });
-    child.stdin.end(opts.input);
+    first.stdin.end(opts.input);
   }
+  const exits = children.map(
+    (child) => new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal }))),
+  );
+  const exited = Promise.all(exits);
 
   // Registered before any await, so an abort right after the start is never missed.
   let timedOut = false;
   let cancelled = false;
   let killing: Promise<void> | undefined;
-  let leaderDone = false;
+  let leadersDone = false;
   void exited.then(() => {
-    leaderDone = true;
+    leadersDone = true;
   });
-  const killGroup = (): Promise<void> => {
+  const anyAlive = () => pids.some((p) => groupAlive(p));
+  const killGroups = (): Promise<void> => {
     killing ??= (async () => {
-      signalGroup(pid, "SIGTERM");
+      for (const p of pids) signalGroup(p, "SIGTERM");
       const until = performance.now() + grace;
-      while (performance.now() < until && (groupAlive(pid) || !leaderDone)) await sleep(POLL_MS);
-      if (!groupAlive(pid) && leaderDone) return;
-      signalGroup(pid, "SIGKILL");
+      while (performance.now() < until && (anyAlive() || !leadersDone)) await sleep(POLL_MS);
+      if (!anyAlive() && leadersDone) return;
+      for (const p of pids) signalGroup(p, "SIGKILL");
       // SIGKILL is delivered asynchronously: wait (bounded) until the kernel has ended them.
       const killed = performance.now() + KILL_WAIT_MS;
-      while (performance.now() < killed && groupAlive(pid)) await sleep(10);
+      while (performance.now() < killed && anyAlive()) await sleep(10);
     })();
     return killing;
   };
   const timer = setTimeout(() => {
     timedOut = true;
-    void killGroup();
+    void killGroups();
   }, Math.max(1, Math.min(opts.timeoutMs, 2_147_483_647)));
   const onAbort = () => {
     cancelled = true;
-    void killGroup();
+    void killGroups();
   };
   opts.signal?.addEventListener("abort", onAbort, { once: true });
+  const lastChild = children[children.length - 1];
   if (opts.killOnStdoutOverflow) {
     // Registered after the capturing listener, so `truncated` is already up to date.
-    child.stdout?.on("data", () => {
-      if (out.truncated) void killGroup();
+    lastChild.stdout?.on("data", () => {
+      if (out.truncated) void killGroups();
     });
   }
 
   try {
-    const exit = await exited;
-    // Background jobs of the leader (still in its group) would keep the pipes open: end them too.
-    if (groupAlive(pid)) await killGroup();
+    const all = await exited;
+    const exit = all[all.length - 1];
+    // Background jobs of a leader (still in its group) would keep the pipes open: end them too.
+    if (anyAlive()) await killGroups();
     else if (killing) await killing;
-    await drain(child, DRAIN_MS);
+    await Promise.all(children.map((c) => drain(c, DRAIN_MS)));
     return result({
       exitCode: exit.code,
       signal: exit.signal,
@@ -198,7 +248,7 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessResult
       stderrTruncated: err.truncated,
       timedOut,
       cancelled: cancelled && !timedOut,
-      pid,
+      pid: pids[0],
     });
   } finally {
     clearTimeout(timer);

@@ -169,6 +169,8 @@ describe("CallTool refusals before the call", () => {
 describe("approvals of the agent's calls", () => {
   it("the user whose session asked cannot approve the agent's call; another approver can, and it runs", async () => {
     const alice = await makeUser(m, "alice", "approver");
+    // Made before the request: an approver created after it does not count (separation of duties).
+    const bob = await makeUser(m, "bob", "approver");
     const out = await agent(alice).callTool({ name: "cache_flush", argumentsJson: "{}", sessionId: "sess-4" });
     const id = out.approval!.id;
     const approvals = (token: string) => createClient(ApprovalService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
@@ -178,7 +180,7 @@ describe("approvals of the agent's calls", () => {
     // She still sees it (it is her session's request).
     expect((await approvals(alice).getApproval({ id })).approval?.id).toBe(id);
     const before = flushed;
-    await approvals(await makeUser(m, "bob", "approver")).approve({ id });
+    await approvals(bob).approve({ id });
     expect(await waitFor(async () => (await approvals(alice).getApproval({ id })).approval!.state === ApprovalState.EXECUTED, 20_000)).toBe(true);
     expect(flushed).toBe(before + 1);
   });

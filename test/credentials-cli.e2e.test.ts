@@ -34,7 +34,7 @@ describe("ongrid credentials", () => {
     writeFileSync(file, `${FILE_SECRET}\r\n`, { mode: 0o600 });
     const fromFile = await cli(["set", "probe.basic", "--from-file", file, "--json"]);
     expect(fromFile.code).toBe(0);
-    expect(JSON.parse(fromFile.stdout)).toMatchObject({ name: "probe.basic", updated_by: expect.stringMatching(/^cli:/) });
+    expect(JSON.parse(fromFile.stdout)).toMatchObject({ name: "probe.basic", updated_by: expect.stringMatching(/^local:/) });
 
     const list = await cli(["list"]);
     expect(list.code).toBe(0);

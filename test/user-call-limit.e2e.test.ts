@@ -361,11 +361,12 @@ describe("skills.max_calls_per_user", () => {
   });
 
   it("takes no slot for a call parked for approval, nor for its run once approved", async () => {
+    // Made before the request: an approver created after it does not count (separation of duties).
+    await makeUser(m, "ula-approver", "approver");
     await holdRunning(alice, "t7-a1", "t7-a2");
     // At the limit, alice can still ask for approval: a parked call is not running.
     const parked = await m.dispatcher.execute({ key: "ul_change", params: { tag: "t7-c1" }, caller: alice });
     expect(parked.approval?.state).toBe("pending");
-    await makeUser(m, "ula-approver", "approver");
     await m.workflow.approve({ userId: "ula-approver", role: "approver" }, parked.approval!.id);
     await gate("t7-c1").started; // approved: it runs although alice has two calls running
     expect((await refusedHold(alice, "t7-a3")).message).toBe(refusedText("alice")); // two, not three

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pino from "pino";
@@ -6,6 +6,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { lintSkill } from "../../skill/lint.ts";
 import { buildSkill, effectiveClass } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
+import { setShellPolicy } from "../../skill/risk/index.ts";
+import { DEFAULT_READ_ROOTS } from "../../skill/risk/paths.ts";
 import { processAlive } from "../../skill/subprocess.ts";
 import type { SkillContext } from "../../skill/types.ts";
 import { validateParams } from "../../skill/validate.ts";
@@ -45,11 +47,11 @@ describe("exec", () => {
     expect(effectiveClass(skill, {})).toBe("dangerous");
   });
 
-  it("runs `df -h` through /bin/sh and returns structured output with the risk", async () => {
+  it("runs `df -h` without a shell and returns structured output with the risk and what ran", async () => {
     const r = await run({ command: "df -h /" });
     expect(r.success).toBe(true);
     const out = r.output as Record<string, unknown>;
-    expect(out).toMatchObject({ command: "df -h /", exit_code: 0, stderr: "", stdout_truncated: false, risk: { class: "safe", level: "low" } });
+    expect(out).toMatchObject({ command: "df -h /", exit_code: 0, stderr: "", stdout_truncated: false, risk: { class: "safe", level: "low" }, ran: { via: "argv", stages: 1 } });
     expect(out.stdout).toMatch(/Filesystem/);
     expect(out.stdout).toMatch(/ \/\n/);
   });
@@ -112,5 +114,86 @@ describe("exec", () => {
     expect(() => validateParams(skill, { command: "x".repeat(4097) })).toThrow(/command/);
     expect(() => validateParams(skill, { command: "ls", cwd: "relative/dir" })).toThrow(/cwd/);
     expect(() => validateParams(skill, { command: "ls", timeout: "2h" })).toThrow(/timeout/);
+  });
+
+  describe("a safe command runs exactly what was classified (A6)", () => {
+    const isRoot = process.getuid?.() === 0;
+    let roots: string;
+    const setRoots = () => {
+      roots = mkdtempSync(path.join(tmpdir(), "ongrid-exec-roots-"));
+      chmodSync(roots, 0o755);
+      setShellPolicy({ readRoots: [roots] });
+    };
+    afterAll(() => setShellPolicy({ readRoots: DEFAULT_READ_ROOTS }));
+
+    it("spawns the parsed argv itself: the command's parent is the edge, not a shell", async () => {
+      const r = await run({ command: "cat /proc/self/stat" });
+      const stat = (r.output as { stdout: string }).stdout;
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      expect(ppid).toBe(process.pid);
+      expect(r.output).toMatchObject({ ran: { via: "argv", stages: 1 } });
+    });
+
+    it("wires a pipeline stdout to stdin and passes quoted shell syntax as plain words", async () => {
+      const r = await run({ command: "echo 'a;b $(id) `id` * ~' | wc -c" });
+      expect(r.output).toMatchObject({ exit_code: 0, stdout: "19\n", ran: { via: "argv", stages: 2 } });
+      const three = await run({ command: "echo one two three | cut -d' ' -f2 | wc -c" });
+      expect((three.output as { stdout: string }).stdout).toBe("4\n");
+    });
+
+    it("reports the last stage's exit status, like sh", async () => {
+      setRoots();
+      const r = await run({ command: `cat ${roots}/missing | wc -l` });
+      expect(r.output).toMatchObject({ exit_code: 0, stdout: "0\n" });
+      const last = await run({ command: `cat ${roots}/missing` });
+      expect(last.output).toMatchObject({ exit_code: 1 });
+      expect((last.output as { stderr: string }).stderr).toMatch(/No such file/);
+    });
+
+    it("kills every stage of a pipeline at the timeout", async () => {
+      const mark = `${Date.now() % 100000}`;
+      const r = await run({ command: `sleep 61.${mark} | sleep 62.${mark}`, timeout: "300ms" });
+      expect(r.error).toMatchObject({ code: "command_timeout" });
+      const alive = readdirSync("/proc").filter((p) => /^\d+$/.test(p)).filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(`.${mark}`);
+        } catch {
+          return false;
+        }
+      });
+      expect(alive).toEqual([]);
+    });
+
+    it("refuses a read operand that resolves outside the read roots through a symlink", async () => {
+      setRoots();
+      writeFileSync(path.join(roots, "app.log"), "line\n");
+      chmodSync(path.join(roots, "app.log"), 0o644);
+      symlinkSync("/etc/shadow", path.join(roots, "shadow-link.log"));
+      symlinkSync("/etc", path.join(roots, "etc-dir"));
+      const ok = await run({ command: `cat ${roots}/app.log` });
+      expect(ok.output).toMatchObject({ stdout: "line\n" });
+      for (const p of ["shadow-link.log", "etc-dir/ssh/sshd_config", "etc-dir/ssl/certs"]) {
+        const r = await run({ command: `cat ${roots}/${p}` });
+        expect(r.error, p).toMatchObject({ code: "permission_denied" });
+        expect(r.error!.message).toMatch(/resolves to \/etc/);
+      }
+    });
+
+    it.runIf(isRoot)("runs as the unprivileged safe_run_as user when the edge is root, so a classifier mistake is not root", async () => {
+      setRoots();
+      writeFileSync(path.join(roots, "root-only.log"), "secret\n", { mode: 0o600 });
+      const r = await run({ command: "id -u" });
+      expect(r.output).toMatchObject({ stdout: "65534\n", ran: { as: "nobody" } });
+      const denied = await run({ command: `cat ${roots}/root-only.log` });
+      expect(denied.output).toMatchObject({ exit_code: 1, stdout: "" });
+      expect((denied.output as { stderr: string }).stderr).toMatch(/Permission denied/);
+      const self = await run({ command: "id -u" }, { safe_run_as: "" });
+      expect((self.output as { stdout: string }).stdout).toBe("0\n");
+      const missing = await run({ command: "id -u" }, { safe_run_as: "no-such-user-xyz" });
+      expect(missing.error).toMatchObject({ code: "not_configured" });
+      // An approved (non-safe) command runs as approved, through sh, as the edge's user.
+      const approved = await run({ command: "id -u; true" });
+      expect(approved.output).toMatchObject({ stdout: "0\n", ran: { via: "sh" } });
+    });
   });
 });

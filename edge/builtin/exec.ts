@@ -1,10 +1,17 @@
-/** exec (D5): one shell command on the host — the seeds' ssh_execute — gated by its per-call risk (A6). */
+/**
+ * exec (D5): one shell command on the host — the seeds' ssh_execute — gated by its per-call risk
+ * (A6). A safe command runs without a shell, as the argv lists the classifier parsed (a pipeline is
+ * wired here, stdout to stdin), each file operand checked again after realpath, and as the
+ * unprivileged `safe_run_as` user when the edge runs as root. Any other command ran the gate's
+ * approval and runs through /bin/sh -c with exactly the approved text.
+ */
 import os from "node:os";
 import { defineSkill } from "../../skill/define.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { SkillError } from "../../skill/errors.ts";
-import { classifyCommand } from "../../skill/risk.ts";
-import { ProcessStartError, runProcess, SYSTEM_PATH } from "../../skill/subprocess.ts";
+import { classifyCommand, type SafePlan } from "../../skill/risk/index.ts";
+import { ProcessStartError, runPipeline, SYSTEM_PATH, type Stage } from "../../skill/subprocess.ts";
+import { checkSafePlan, resolveRunAs } from "./exec-safe.ts";
 
 /** Default of skills.exec.max_output_bytes: bytes kept of each of stdout and stderr. */
 const DEFAULT_OUTPUT_BYTES = 256 * 1024;
@@ -19,7 +26,7 @@ export default defineSkill({
   key: "exec",
   name: "Run a shell command",
   description:
-    "Run one shell command line on the host with /bin/sh and return its exit code, stdout and stderr. Use when no dedicated skill (host_load, host_processes, host_files, tail_file, read_journal, probe_*) answers the question. Each call is classified by the command: read-only commands such as `df -h` run directly, changes such as `systemctl restart nginx` need approval and destructive ones such as `mkfs` need an SOP, so prefer read-only commands. A non-zero exit_code is reported as a result, not as a failure.",
+    "Run one command line on the host and return its exit code, stdout and stderr. Use when no dedicated skill (host_load, host_processes, host_files, tail_file, read_journal, probe_*) answers the question. Each call is classified by the command: a read-only command or `|` pipeline of allowlisted tools such as `df -h` or `journalctl -u nginx -n 50 --no-pager | grep -i error` runs at once (without a shell, as an unprivileged user); anything else (`;`, `&&`, redirections, `$VAR`, globs, other tools) needs approval, and destructive commands such as `mkfs` need an SOP, so prefer plain read-only commands. A non-zero exit_code is reported as a result, not as a failure.",
   class: "dangerous",
   scope: "host",
   category: "shell",
@@ -27,7 +34,7 @@ export default defineSkill({
   params: {
     command: {
       type: "string",
-      description: "One shell command line, e.g. `df -h` or `journalctl -u nginx -n 50 --no-pager`; pipes and && are allowed.",
+      description: "One command line, e.g. `df -h` or `journalctl -u nginx -n 50 --no-pager | tail -n 20`; shell syntax beyond `|` makes the call need approval.",
       required: true,
       min: 1,
       max: 4096,
@@ -39,7 +46,7 @@ export default defineSkill({
       min: 100,
       max: 3_600_000,
     },
-    cwd: { type: "string", description: "Absolute working directory; the edge user's home directory when omitted.", pattern: "^/", max: 1024 },
+    cwd: { type: "string", description: "Absolute working directory; relative file operands resolve against it. Default: / for a read-only command, the edge user's home directory otherwise.", pattern: "^/", max: 1024 },
   },
   resultPreview: JSON.stringify({
     command: "df -h /",
@@ -50,29 +57,34 @@ export default defineSkill({
     stderr_truncated: false,
     duration_ms: 4,
     risk: { class: "safe", level: "low", reason: "read-only: df" },
+    ran: { via: "argv", stages: 1, as: "nobody" },
   }),
-  riskForArgs: (params) => classifyCommand(params.command).class,
+  riskForArgs: (params) => classifyCommand(params.command, { cwd: params.cwd }).class,
   // The manager applies the same classifier to gate calls (it does not run the edge's code).
-  riskClassifier: "shell_command:command",
+  riskClassifier: "shell_command:command:cwd",
   async execute(ctx, params) {
-    const risk = classifyCommand(params.command);
+    const risk = classifyCommand(params.command, { cwd: params.cwd });
     const configured = ctx.settings.max_output_bytes;
     const cap = typeof configured === "number" && Number.isInteger(configured) && configured > 0 ? configured : DEFAULT_OUTPUT_BYTES;
     const timeoutMs = Math.max(1, Math.min(parseDuration(params.timeout), ctx.deadline - Date.now()));
+    const safe = risk.class === "safe" && risk.plan ? await prepareSafe(risk.plan, ctx.settings.safe_run_as) : undefined;
+    const stages: Stage[] = safe ? risk.plan!.argv.map(([file, ...args]) => ({ file, args })) : [{ file: SHELL, args: ["-c", params.command] }];
     let r;
     try {
-      r = await runProcess({
-        file: SHELL,
-        args: ["-c", params.command],
-        cwd: params.cwd,
-        env: { PATH: SYSTEM_PATH, LANG: "C.UTF-8", HOME: os.homedir() },
+      r = await runPipeline(stages, {
+        cwd: params.cwd ?? (safe ? "/" : undefined),
+        env: { PATH: SYSTEM_PATH, LANG: "C.UTF-8", HOME: safe?.home ?? os.homedir() },
         signal: ctx.signal,
         timeoutMs,
         maxOutputBytes: cap,
+        ...(safe?.runAs ? { runAs: safe.runAs } : {}),
       });
     } catch (err) {
       if (err instanceof ProcessStartError && err.subject === "cwd") {
         throw new SkillError("cwd_not_found", err.message, "Pass an existing absolute directory as cwd, or omit cwd to run in the home directory.");
+      }
+      if (err instanceof ProcessStartError && safe) {
+        throw new SkillError("tool_missing", `cannot start ${err.message}`, "This host lacks that tool; use the dedicated skills (host_load, host_processes, host_files, tail_file) instead.");
       }
       if (err instanceof ProcessStartError) {
         throw new SkillError("tool_missing", `cannot start ${SHELL}: ${err.message}`, "This host has no usable POSIX shell; use the dedicated skills (host_load, host_processes, host_files, tail_file) instead.");
@@ -97,7 +109,16 @@ export default defineSkill({
       stdout_truncated: r.stdoutTruncated,
       stderr_truncated: r.stderrTruncated,
       duration_ms: r.durationMs,
-      risk,
+      risk: { class: risk.class, level: risk.level, reason: risk.reason },
+      // How it ran (the argv is the command's parse, `ongrid skills classify` shows it; not repeated here to keep rows small).
+      ran: safe ? { via: "argv", stages: risk.plan!.argv.length, as: safe.user } : { via: "sh", stages: 1, as: os.userInfo().username },
     };
   },
 });
+
+/** The user a safe plan runs as, once its paths are checked again on this host. */
+async function prepareSafe(plan: SafePlan, runAsSetting: unknown): Promise<{ runAs?: { uid: number; gid: number }; user: string; home: string }> {
+  const problem = await checkSafePlan(plan);
+  if (problem) throw new SkillError("permission_denied", `refused: ${problem}`, "Read files under the read roots (skills.exec.read_roots / --exec-read-root) or the listed system files; a path that resolves elsewhere (a symlink) needs approval.");
+  return resolveRunAs(runAsSetting);
+}

@@ -10,6 +10,7 @@ import type { ApprovalRow } from "../db/schema/index.ts";
 import type { Caller } from "../dispatch/dispatch.ts";
 import { reaches } from "../identity/reach.ts";
 import { roleAtLeast } from "../identity/store.ts";
+import { dutiesProblem, type ApproverProvenance } from "./duties.ts";
 import type { ApprovalStore } from "./store.ts";
 
 /** How often pending requests are checked for expiry. */
@@ -29,6 +30,8 @@ export interface WorkflowDeps {
   log: Logger;
   /** Runs a request whose quorum is complete (the dispatcher's runApproved). */
   run(row: ApprovalRow): Promise<void>;
+  /** The approver's account and token as stored (separation of duties, G3); without it the check is skipped (unit tests of the flow). */
+  provenance?(userId: string, tokenId?: string): Promise<ApproverProvenance>;
 }
 
 /** Creates the workflow and starts the expiry sweep (stop() ends it). */
@@ -74,14 +77,23 @@ export function createApprovalWorkflow(deps: WorkflowDeps) {
     failed_precondition: "approval_refused",
   };
 
-  async function approve(caller: Caller, id: string, comment = ""): Promise<ApprovalRow> {
+  async function approve(caller: Caller, id: string, comment = "", seenHash = ""): Promise<ApprovalRow> {
     const row = await visible(caller, id, "approval.approve");
     let out;
     try {
+      // The approver approves what they saw: a params hash from another request (or another version) is refused.
+      if (seenHash && seenHash !== row.paramsHash) {
+        throw new OngridError("failed_precondition", `the params hash ${seenHash.slice(0, 64)} is not that of request ${id} (${row.paramsHash})`, `look at the request again (\`ongrid approvals get ${id}\`) and approve what it will run`);
+      }
+      // A request that is no longer pending is refused by the store with its own reason (already denied, expired…).
+      if (deps.provenance && row.state === "pending") {
+        const problem = dutiesProblem(await deps.provenance(caller.userId, caller.tokenId), row, caller.tokenId);
+        if (problem) throw new OngridError("permission_denied", `${caller.userId}'s approval cannot count toward ${id}: ${problem}`, "separation of duties: an approver must predate the request and owe neither account, role nor token to the requester (docs/security.md)");
+      }
       out = await store.vote(id, caller.userId, comment);
     } catch (err) {
       const e = err instanceof OngridError ? err : new OngridError("internal", "internal error while recording the approval");
-      const kind = /already approved/.test(e.message) ? "approval_replayed" : /expired/.test(e.message) ? "approval_expired" : (REASONS[e.code] ?? "approval_refused");
+      const kind = /already approved/.test(e.message) ? "approval_replayed" : /expired/.test(e.message) ? "approval_expired" : /cannot count toward/.test(e.message) ? "approval_duties" : (REASONS[e.code] ?? "approval_refused");
       await audited(caller, { toolName: "approval.approve", id, row, args: comment ? { comment } : {} }, "deny", `${kind}: ${e.message}`, `${e.code}: ${e.message}`);
       throw e;
     }

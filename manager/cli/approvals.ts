@@ -63,8 +63,18 @@ export function approvalsCommand(): Command {
 
   withCoreOptions(cmd.command("approve").description("approve a request (never your own); the call runs when the last required approval arrives").argument("<id>"))
     .option("--comment <text>", "kept with your approval", "")
+    .option("--params-hash <sha256>", "approve only if the request's params hash is this one (from `approvals get`); without it, the request is read, shown and approved by the hash of what was shown")
     .option("--json", "print JSON")
-    .action(async (id: string, opts: CoreOptions & { comment: string }) => show((await rpcClients(url(opts), opts).approvals.approve({ id, comment: opts.comment })).approval!, Boolean(opts.json)));
+    .action(async (id: string, opts: CoreOptions & { comment: string; paramsHash?: string }) => {
+      const clients = rpcClients(url(opts), opts);
+      let paramsHash = opts.paramsHash;
+      if (!paramsHash) {
+        const seen = (await clients.approvals.getApproval({ id })).approval!;
+        console.error(`approving ${seen.id}: ${seen.key}${seen.edgeId ? ` on ${seen.edgeId}` : ""} with ${JSON.stringify((toJson(ApprovalSchema, seen, { useProtoFieldName: true }) as { params?: unknown }).params ?? {})} (params hash ${seen.paramsHash})`);
+        paramsHash = seen.paramsHash;
+      }
+      show((await clients.approvals.approve({ id, comment: opts.comment, paramsHash })).approval!, Boolean(opts.json));
+    });
 
   withCoreOptions(cmd.command("deny").description("deny a request (approvers), or withdraw your own").argument("<id>"))
     .option("--reason <text>", "why (shown to the requester, audited)", "")

@@ -16,6 +16,7 @@ import { managerUrlProblem } from "../../skill/net.ts";
 import { loadConfig } from "../config/load.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import { createLogger, openCore } from "../main.ts";
+import { appendAdminRow, localActor, type AdminActor } from "../audit/admin.ts";
 
 /** Options every data-reading command accepts. */
 export interface CoreOptions {
@@ -118,6 +119,30 @@ export async function withCore<T>(opts: CoreOptions, fn: (core: Awaited<ReturnTy
     await core.audit.flush();
     await core.database.close();
   }
+}
+
+/**
+ * An administrative action made on the manager's host without a token (the database itself): run
+ * like withCore, and written to the audit chain as the local user (G6), whether it worked or not.
+ */
+export async function withAdminCore<T>(
+  opts: CoreOptions,
+  action: string,
+  args: Record<string, unknown>,
+  fn: (core: Awaited<ReturnType<typeof openCore>>, actor: AdminActor) => Promise<T>,
+): Promise<T> {
+  const actor = localActor();
+  return withCore(opts, async (core) => {
+    try {
+      const out = await fn(core, actor);
+      await appendAdminRow(core.audit, actor, action, args);
+      return out;
+    } catch (err) {
+      const e = err as OngridError;
+      await appendAdminRow(core.audit, actor, action, args, `${e.code ?? "internal"}: ${e.message}`).catch(() => undefined);
+      throw err;
+    }
+  });
 }
 
 /** Prints rows as an aligned text table. */

@@ -9,7 +9,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { loadCredentialKey } from "../credentials/crypto.ts";
 import { checkCredentialName, createCredentialStore, notConfiguredError } from "../credentials/store.ts";
 import { credentialToProto } from "../server/credential-service.ts";
-import { cliConfig, flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
+import { cliConfig, flagError, managerUrl, printTable, rpcClients, withAdminCore, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 const NO_SECRETS_ON_THE_COMMAND_LINE = "secrets on the command line leak to `ps` and shell history; pipe the value on stdin or pass --from-file FILE";
 
@@ -74,7 +74,7 @@ export function credentialsCommand(): Command {
       const stored = url
         ? (await rpcClients(url, opts).credentials.putCredential({ name, value, description })).credential!
         : credentialToProto(
-            await withCore(opts, (core) => createCredentialStore(core.database, key).put(name, value, description, `cli:${process.env.USER ?? "local"}`)),
+            await withAdminCore(opts, "ongrid.v1.CredentialService/PutCredential", { name, description }, (core, actor) => createCredentialStore(core.database, key).put(name, value, description, actor.userId)),
           );
       if (opts.json) console.log(JSON.stringify(toJson(CredentialSchema, stored, { useProtoFieldName: true })));
       else console.log(`stored credential "${stored.name}"`);
@@ -102,8 +102,12 @@ export function credentialsCommand(): Command {
   withCoreOptions(cmd.command("delete").description("delete a credential").argument("<name>")).action(async (name: string, opts: CoreOptions) => {
     const url = managerUrl(opts);
     if (url) await rpcClients(url, opts).credentials.deleteCredential({ name });
-    else if (!(await withCore(opts, (core) => createCredentialStore(core.database, undefined).delete(name)))) {
-      throw new OngridError("not_found", `credential "${name.slice(0, 80)}" does not exist`, "`ongrid credentials list` shows the stored names");
+    else {
+      await withAdminCore(opts, "ongrid.v1.CredentialService/DeleteCredential", { name }, async (core) => {
+        if (!(await createCredentialStore(core.database, undefined).delete(name))) {
+          throw new OngridError("not_found", `credential "${name.slice(0, 80)}" does not exist`, "`ongrid credentials list` shows the stored names");
+        }
+      });
     }
     console.log(`deleted credential "${name}"`);
   });

@@ -7,7 +7,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { checkEdgeId } from "../edges/store.ts";
 import { parseSelector } from "../edges/selector.ts";
 import { edgeToProto } from "../server/edge-service.ts";
-import { managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
+import { managerUrl, printTable, rpcClients, withAdminCore, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 async function listEdges(opts: CoreOptions & { selector?: string }): Promise<Edge[]> {
   const url = managerUrl(opts);
@@ -25,7 +25,7 @@ export function edgeCommand(): Command {
     .action(async (id: string, opts: CoreOptions) => {
       checkEdgeId(id, "id");
       const url = managerUrl(opts);
-      const res = url ? await rpcClients(url, opts).edges.enrollEdge({ id }) : await withCore(opts, (core) => core.edges.enroll(id));
+      const res = url ? await rpcClients(url, opts).edges.enrollEdge({ id }) : await withAdminCore(opts, "ongrid.v1.EdgeService/EnrollEdge", { id }, (core) => core.edges.enroll(id));
       if (opts.json) console.log(JSON.stringify({ id: res.id, token: res.token, rotated: res.rotated }));
       else {
         console.error(`${res.rotated ? "rotated the token of" : "enrolled"} edge "${res.id}"; start it with: ongrid-edge --manager URL --id ${res.id} --token <token below>`);
@@ -36,7 +36,11 @@ export function edgeCommand(): Command {
   withCoreOptions(cmd.command("revoke").description("revoke an edge's token and close its tunnel").argument("<id>")).action(async (id: string, opts: CoreOptions) => {
     const url = managerUrl(opts);
     if (url) await rpcClients(url, opts).edges.revokeEdge({ id });
-    else if (!(await withCore(opts, (core) => core.edges.revoke(id)))) throw new OngridError("not_found", `unknown edge "${id}"`);
+    else {
+      await withAdminCore(opts, "ongrid.v1.EdgeService/RevokeEdge", { id }, async (core) => {
+        if (!(await core.edges.revoke(id))) throw new OngridError("not_found", `unknown edge "${id}"`);
+      });
+    }
     console.log(`revoked edge "${id}"`);
   });
 

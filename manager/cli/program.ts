@@ -53,6 +53,7 @@ function managerCommand(): Command {
           outputCapBytes: config.skills.output_cap_bytes,
           tlsCert: config.server.tls_cert || undefined,
           packDirs: splitDirs(config.packs.local_edge_dirs),
+          execSafeRunAs: config.skills.exec?.safe_run_as,
         }).catch((err) => {
           console.error(`ongrid: local edge not started: ${(err as Error).message}${(err as OngridError).hint ? `\nhint: ${(err as OngridError).hint}` : ""}`);
           return undefined;

@@ -41,6 +41,7 @@ import { MANAGER_BUILTINS, createManagerRegistry } from "../builtin/index.ts";
 import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 import { baseToolDeclarations } from "../tools/index.ts";
 import { OngridError } from "../../skill/errors.ts";
+import { addClassifyCommand } from "./classify.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { classFromProto, classToProto, scopeFromProto, scopeToProto } from "../server/convert.ts";
@@ -196,6 +197,7 @@ export function skillsCommand(): Command {
       if (!envelope.success) process.exitCode = 1;
     });
 
+  addClassifyCommand(cmd);
   cmd
     .command("lint")
     .description("check every builtin skill (manager and edge), every base tool, and packs given with --pack-dir, against the ACI new-tool checklist")

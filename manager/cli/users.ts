@@ -5,7 +5,7 @@ import { Role, type TokenInfo, type User } from "../../proto/gen/ongrid/v1/ident
 import { parseDuration } from "../../skill/duration.ts";
 import { checkRole, checkUserId } from "../identity/store.ts";
 import { tokenToProto, userToProto } from "../server/identity-service.ts";
-import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
+import { flagError, managerUrl, printTable, rpcClients, withAdminCore, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 const ROLE_NAMES: Record<number, string> = { [Role.VIEWER]: "viewer", [Role.OPERATOR]: "operator", [Role.APPROVER]: "approver", [Role.ADMIN]: "admin" };
 const roleToProto = (r: string): Role => Number(Object.entries(ROLE_NAMES).find(([, n]) => n === r)?.[0] ?? Role.UNSPECIFIED) as Role;
@@ -37,7 +37,7 @@ export function usersCommand(): Command {
       const url = managerUrl(opts);
       const user = url
         ? (await rpcClients(url, opts).identity.createUser({ id, role: roleToProto(opts.role), reach: opts.reach })).user!
-        : userToProto(await withCore(opts, (core) => core.identity.createUser(id, opts.role, opts.reach)));
+        : userToProto(await withAdminCore(opts, "ongrid.v1.IdentityService/CreateUser", { id, role: opts.role, reach: opts.reach }, (core, actor) => core.identity.createUser(id, opts.role, opts.reach, actor.userId)));
       printUsers([user], Boolean(opts.json));
     });
 
@@ -62,7 +62,11 @@ export function usersCommand(): Command {
       const url = managerUrl(opts);
       const user = url
         ? (await rpcClients(url, opts).identity.updateUser({ id, role: opts.role ? roleToProto(opts.role) : Role.UNSPECIFIED, reach: opts.reach, disabled })).user!
-        : userToProto(await withCore(opts, (core) => core.identity.updateUser(id, { role: opts.role, reach: opts.reach, disabled })));
+        : userToProto(
+            await withAdminCore(opts, "ongrid.v1.IdentityService/UpdateUser", { id, role: opts.role, reach: opts.reach, disabled }, (core, actor) =>
+              core.identity.updateUser(id, { role: opts.role, reach: opts.reach, disabled }, actor.userId),
+            ),
+          );
       printUsers([user], Boolean(opts.json));
     });
   return cmd;
@@ -91,8 +95,8 @@ export function tokensCommand(): Command {
       const url = managerUrl(opts);
       const res = url
         ? await rpcClients(url, opts).identity.createToken({ userId: opts.user, description: opts.description, ttlSeconds: BigInt(Math.round((ttlMs ?? 0) / 1000)), reach: opts.reach })
-        : await withCore(opts, async (core) => {
-            const r = await core.identity.createToken(opts.user, { description: opts.description, ttlMs, reach: opts.reach });
+        : await withAdminCore(opts, "ongrid.v1.IdentityService/CreateToken", { userId: opts.user, description: opts.description, ttlMs, reach: opts.reach }, async (core, actor) => {
+            const r = await core.identity.createToken(opts.user, { description: opts.description, ttlMs, reach: opts.reach, by: actor.userId });
             return { token: r.token, info: tokenToProto(r.info) };
           });
       if (opts.json) console.log(JSON.stringify({ token: res.token, ...tokenJson(res.info!) }));
@@ -129,7 +133,7 @@ export function tokensCommand(): Command {
   withCoreOptions(cmd.command("revoke").description("revoke a token; it stops working from the next call").argument("<id>")).action(async (id: string, opts: CoreOptions) => {
     const url = managerUrl(opts);
     if (url) await rpcClients(url, opts).identity.revokeToken({ id });
-    else await withCore(opts, (core) => core.identity.revokeToken(id));
+    else await withAdminCore(opts, "ongrid.v1.IdentityService/RevokeToken", { id }, (core) => core.identity.revokeToken(id));
     console.log(`revoked token ${id}`);
   });
   return cmd;

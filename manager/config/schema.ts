@@ -126,6 +126,14 @@ export const CONFIG_SCHEMA = {
             max_results: { type: "integer", minimum: 1, maximum: 50, default: 10, description: "Upper bound on results returned per query.", env: "ONGRID_WEB_SEARCH_MAX_RESULTS" },
           },
         },
+        exec: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            read_roots: { type: "string", default: "/var/log", pattern: "^(/[^:]*)(:/[^:]*)*$", description: "':'-separated absolute directories whose files a read-only exec command (cat, head, tail, grep, …) may read without approval, besides a short list of non-secret system files; the gate classifies with these, so keep them equal to the edges' --exec-read-root.", env: "ONGRID_EXEC_READ_ROOTS" },
+            safe_run_as: { type: "string", default: "nobody", pattern: "^$|^[a-z_][a-z0-9_.-]*(:[a-z_][a-z0-9_.-]*)?$", description: "The unprivileged user (user or user:group) the local edge runs read-only exec commands as when it runs as root; \"\" runs them as the edge's own user.", env: "ONGRID_EXEC_SAFE_RUN_AS" },
+          },
+        },
         send_message: {
           type: "object",
           additionalProperties: false,
@@ -186,6 +194,7 @@ export interface ManagerConfig {
     output_cap_bytes: number;
     max_calls_per_user: number;
     web_search: { url: string; timeout: string; max_results: number };
+    exec?: { read_roots: string; safe_run_as: string };
     send_message: { webhook_url: string; timeout: string };
   };
   knowledge: { dirs: string; watch: boolean };

@@ -7,6 +7,7 @@ import { validateParams } from "../../skill/validate.ts";
 import { effectiveClass, type SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { redactString } from "../../skill/redact.ts";
+import { displayProblem } from "../../skill/risk/display.ts";
 import type { ResultEnvelope, Skill, SkillClass } from "../../skill/types.ts";
 import { auditRecord, type AuditLog } from "../audit/types.ts";
 import { PreparedJson } from "../audit/record.ts";
@@ -484,6 +485,12 @@ export function createDispatcher(deps: DispatcherDeps) {
         throw e.code === "invalid_argument" ? e : new OngridError("permission_denied", e.message, e.hint);
       }
     }
+    const hidden = approverViewProblem(target.skill, params);
+    if (hidden) {
+      trail.decision = "deny";
+      trail.decisionReason = `display_mismatch: ${hidden}`;
+      throw new OngridError("invalid_argument", hidden, "pass secrets through a credential param (G5) or reword the command so that no value that looks like a secret stands where a command, operator or redirection does");
+    }
     const row = await approvals.create({
       skillKey: target.skill.meta.key,
       edgeId: target.edgeId,
@@ -582,3 +589,13 @@ export function createDispatcher(deps: DispatcherDeps) {
 
 /** The dispatcher's interface, for the RPC services and the CLI. */
 export type Dispatcher = ReturnType<typeof createDispatcher>;
+
+/** Why an approver's (redacted) view of a shell-command call would not show what runs (A5, G2), or undefined. */
+function approverViewProblem(skill: Skill, params: Record<string, unknown>): string | undefined {
+  const ref = skill.meta.riskClassifier ?? "";
+  if (!ref.startsWith("shell_command:")) return undefined;
+  const [, param, cwdParam] = ref.split(":");
+  const command = params[param];
+  const cwd = cwdParam ? params[cwdParam] : undefined;
+  return typeof command === "string" ? displayProblem(command, typeof cwd === "string" ? cwd : undefined) : undefined;
+}

@@ -44,3 +44,20 @@ export const RPC_RULES: Readonly<Record<string, Role>> = {
   "ongrid.v1.AgentService/CallTool": "viewer",
   "ongrid.v1.AgentService/Diagnose": "viewer",
 };
+
+/**
+ * The administrative actions (G6): each call, allowed or failed, writes one audit row in the chain
+ * (server/admin-audit.ts), with its arguments and never a secret value or a token.
+ */
+export const ADMIN_ACTIONS: ReadonlySet<string> = new Set([
+  "ongrid.v1.SkillService/RescanPacks",
+  "ongrid.v1.EdgeService/EnrollEdge",
+  "ongrid.v1.EdgeService/RevokeEdge",
+  "ongrid.v1.IdentityService/CreateUser",
+  "ongrid.v1.IdentityService/UpdateUser",
+  "ongrid.v1.IdentityService/CreateToken",
+  "ongrid.v1.IdentityService/RevokeToken",
+  "ongrid.v1.CredentialService/PutCredential",
+  "ongrid.v1.CredentialService/DeleteCredential",
+  "ongrid.v1.PlaybookService/Reload",
+]);

@@ -148,11 +148,12 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
       return { ...counts };
     },
 
-    async createUser(id: string, role: string, reach = ""): Promise<UserRow> {
+    /** Creates a user; `by` is who did it (kept for separation of duties: G3). */
+    async createUser(id: string, role: string, reach = "", by = ""): Promise<UserRow> {
       checkUserId(id);
       checkRole(role);
       checkReach(reach, "reach");
-      const rows = await db.insert(users).values({ id, role, reach: reach.trim(), createdAt: new Date() }).onConflictDoNothing().returning();
+      const rows = await db.insert(users).values({ id, role, reach: reach.trim(), createdAt: new Date(), createdBy: by }).onConflictDoNothing().returning();
       if (!rows.length) throw new OngridError("already_exists", `user "${id}" already exists`);
       return rows[0];
     },
@@ -161,13 +162,16 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
       return db.select().from(users).orderBy(asc(users.id));
     },
 
-    async updateUser(id: string, change: { role?: string; reach?: string; disabled?: boolean }): Promise<UserRow> {
+    /** Changes a user's role, reach or disabled state; the change's time and `by` are kept (G3). */
+    async updateUser(id: string, change: { role?: string; reach?: string; disabled?: boolean }, by = ""): Promise<UserRow> {
       await userOrThrow(id);
       const set: Partial<UserRow> = {};
       if (change.role) set.role = checkRole(change.role);
       if (change.reach !== undefined) set.reach = checkReach(change.reach, "reach");
       if (change.disabled !== undefined) set.disabledAt = change.disabled ? new Date() : null;
       if (!Object.keys(set).length) return userOrThrow(id);
+      set.changedAt = new Date();
+      set.changedBy = by;
       try {
         return (await db.update(users).set(set).where(eq(users.id, id)).returning())[0];
       } finally {
@@ -176,7 +180,7 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
     },
 
     /** Issues a token; the token is returned once. */
-    async createToken(userId: string, opts: { description?: string; ttlMs?: number; reach?: string } = {}): Promise<{ token: string; info: TokenInfo }> {
+    async createToken(userId: string, opts: { description?: string; ttlMs?: number; reach?: string; by?: string } = {}): Promise<{ token: string; info: TokenInfo }> {
       const user = await userOrThrow(userId);
       if (user.disabledAt) throw new OngridError("failed_precondition", `user "${userId}" is disabled`, "enable the user first");
       if (opts.ttlMs !== undefined && (!Number.isFinite(opts.ttlMs) || opts.ttlMs < 0)) throw new OngridError("invalid_argument", "ttl: must be >= 0 (rule: minimum)");
@@ -193,6 +197,7 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
             description: (opts.description ?? "").slice(0, 200),
             reach: checkReach(opts.reach ?? "", "reach"),
             createdAt: now,
+            createdBy: opts.by ?? "",
             expiresAt: opts.ttlMs ? new Date(now.getTime() + opts.ttlMs) : null,
           })
           .returning()
@@ -260,6 +265,13 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
      * On a database without users: creates "admin" (role admin) and returns its token, to be
      * printed once. Returns undefined when any user exists.
      */
+    /** A user's account and one of their tokens as stored, for the separation-of-duties check (G3). */
+    async provenance(userId: string, tokenId?: string): Promise<{ user?: UserRow; token?: TokenInfo }> {
+      const user = await getUser(userId);
+      const token = tokenId ? (await db.select().from(apiTokens).where(and(eq(apiTokens.id, tokenId), eq(apiTokens.userId, userId))))[0] : undefined;
+      return { user, token: token ? info(token) : undefined };
+    },
+
     async bootstrap(): Promise<{ userId: string; token: string } | undefined> {
       const [{ n }] = await db.select({ n: count() }).from(users);
       if (n > 0) return undefined;

@@ -47,6 +47,7 @@ export function approvalToProto(r: ApprovalRow): Approval {
     requestAuditSeq: BigInt(r.requestAuditSeq),
     executionAuditSeq: BigInt(r.executionAuditSeq),
     timeoutMs: r.timeoutMs,
+    paramsHash: r.paramsHash,
   });
 }
 
@@ -72,7 +73,7 @@ export function createApprovalService(deps: { approvals: ApprovalStore; workflow
       return { approval: approvalToProto(row) };
     },
     async approve(req, ctx) {
-      return { approval: approvalToProto(await workflow.approve(callerOf(ctx), req.id, req.comment)) };
+      return { approval: approvalToProto(await workflow.approve(callerOf(ctx), req.id, req.comment, req.paramsHash)) };
     },
     async deny(req, ctx) {
       return { approval: approvalToProto(await workflow.deny(callerOf(ctx), req.id, req.reason)) };

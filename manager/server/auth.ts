@@ -1,15 +1,18 @@
 /**
  * The one interceptor that authenticates every RPC (bearer API token) and authorises it by role
- * (manager/identity/rules.ts) before any service code runs. Refusals are audited.
+ * (manager/identity/rules.ts) before any service code runs. Refusals are audited, and so is every
+ * administrative action (ADMIN_ACTIONS), whether it worked or not.
  */
-import type { Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { toJson, type Message } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
 import { errorText } from "../db/error-text.ts";
 import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { IdentityStore } from "../identity/store.ts";
 import { roleAtLeast } from "../identity/store.ts";
-import { RPC_RULES } from "../identity/rules.ts";
+import { ADMIN_ACTIONS, RPC_RULES } from "../identity/rules.ts";
+import { appendAdminRow } from "../audit/admin.ts";
 import { kCaller, kPeerAddress } from "./caller.ts";
 
 /** The bearer token of an authorization header value, or undefined. */
@@ -157,6 +160,21 @@ export function authInterceptor(deps: {
       );
     }
     req.contextValues.set(kCaller, who.caller);
-    return next(req);
+    if (!ADMIN_ACTIONS.has(path)) return next(req);
+    // An administrative action (G6): its row, whether it worked or not.
+    const message = (req as { message?: Message }).message;
+    const args: Record<string, unknown> = { rpc: path, ...(message ? (toJson(req.method.input as never, message as never, { alwaysEmitImplicit: false }) as Record<string, unknown>) : {}) };
+    const device = typeof args.id === "string" && path.startsWith("ongrid.v1.EdgeService/") ? args.id : "";
+    try {
+      const res = await next(req);
+      await appendAdminRow(audit, who.caller, path, args, "", device);
+      return res;
+    } catch (err) {
+      const failure = err instanceof OngridError ? `${err.code}: ${err.message}` : `${Code[ConnectError.from(err).code]?.toLowerCase() ?? "unknown"}: ${ConnectError.from(err).rawMessage}`;
+      await appendAdminRow(audit, who.caller, path, args, failure, device).catch((auditErr) =>
+        log.error({ rpc: path, err: errorText(auditErr) }, "could not write the audit row of a failed administrative action"),
+      );
+      throw err;
+    }
   };
 }

@@ -48,10 +48,10 @@ export function createIdentityService(deps: { identity: IdentityStore }): Servic
       const token = (await identity.listTokens(caller.userId)).find((t) => t.id === caller.tokenId);
       return { user: userToProto(user), token: token ? tokenToProto(token) : undefined };
     },
-    async createUser(req) {
+    async createUser(req, ctx) {
       const role = roleFromProto(req.role);
       if (!role) throw new OngridError("invalid_argument", "role: is required (rule: required)", "viewer, operator, approver or admin");
-      return { user: userToProto(await identity.createUser(req.id, role, req.reach)) };
+      return { user: userToProto(await identity.createUser(req.id, role, req.reach, callerOf(ctx).userId)) };
     },
     async listUsers() {
       return { users: (await identity.listUsers()).map(userToProto) };
@@ -60,11 +60,11 @@ export function createIdentityService(deps: { identity: IdentityStore }): Servic
       if (req.id === callerOf(ctx).userId && (req.disabled === true || (req.role !== Role.UNSPECIFIED && req.role !== Role.ADMIN))) {
         throw new OngridError("failed_precondition", "an admin cannot disable or demote themself", "let another admin do it");
       }
-      return { user: userToProto(await identity.updateUser(req.id, { role: roleFromProto(req.role), reach: req.reach, disabled: req.disabled })) };
+      return { user: userToProto(await identity.updateUser(req.id, { role: roleFromProto(req.role), reach: req.reach, disabled: req.disabled }, callerOf(ctx).userId)) };
     },
-    async createToken(req) {
+    async createToken(req, ctx) {
       const ttl = Number(req.ttlSeconds);
-      const { token, info } = await identity.createToken(req.userId, { description: req.description, ttlMs: ttl ? ttl * 1000 : undefined, reach: req.reach });
+      const { token, info } = await identity.createToken(req.userId, { description: req.description, ttlMs: ttl ? ttl * 1000 : undefined, reach: req.reach, by: callerOf(ctx).userId });
       return { token, info: tokenToProto(info) };
     },
     async listTokens(req) {

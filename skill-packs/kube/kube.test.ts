@@ -256,10 +256,11 @@ describe("pod_execute (stand-in kubectl)", () => {
     expect(ran()).toBe(0);
   });
 
-  it("passes metacharacters inside single quotes literally (an explicit sh -c is risk-classified as a whole)", async () => {
-    const out = outputOf(await call("pod_execute", { pod: "web-1", command: "sh -c 'ps aux | grep nginx'" }));
-    expect(out.argv).toEqual(["sh", "-c", "ps aux | grep nginx"]);
-    expect(effectiveClass(pack.registry.getOrThrow("pod_execute"), { pod: "web-1", command: "sh -c 'ps aux | grep nginx'" })).toBe("safe");
+  it("passes metacharacters inside single quotes literally; an explicit sh -c is a wrapper, so dangerous whatever it runs", async () => {
+    const out = outputOf(await call("pod_execute", { pod: "web-1", command: "grep -E 'a|b;c' /var/log/app.log" }));
+    expect(out.argv).toEqual(["grep", "-E", "a|b;c", "/var/log/app.log"]);
+    expect(effectiveClass(pack.registry.getOrThrow("pod_execute"), { pod: "web-1", command: "grep -E 'a|b;c' /var/log/app.log" })).toBe("safe");
+    expect(effectiveClass(pack.registry.getOrThrow("pod_execute"), { pod: "web-1", command: "sh -c 'ps aux | grep nginx'" })).toBe("dangerous");
     expect(effectiveClass(pack.registry.getOrThrow("pod_execute"), { pod: "web-1", command: "sh -c 'rm -rf /data'" })).toBe("dangerous");
   });
 

@@ -315,7 +315,7 @@ describe("readManifest: checks beyond the schema", () => {
 
   test("an unknown risk_classifier names the known ones", () => {
     const p = only({ ...BASE, risk_classifier: "sql_query:statement" }, "risk_classifier", "known");
-    expect(p.message).toBe('risk_classifier "sql_query:statement" is not one of shell_command:<param>');
+    expect(p.message).toBe('risk_classifier "sql_query:statement" is not one of shell_command:<param>[:<cwd param>]');
   });
 
   test("a risk_classifier without a param fails the pattern", () => {

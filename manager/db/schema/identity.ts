@@ -10,6 +10,11 @@ export const users = pgTable("users", {
   reach: text("reach").notNull().default(""),
   createdAt: timestamp("created_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
   disabledAt: timestamp("disabled_at", { withTimezone: true, precision: 3, mode: "date" }),
+  /** Who created the account ("" for the bootstrap admin and rows from before this column). */
+  createdBy: text("created_by").notNull().default(""),
+  /** When the role, reach or disabled state last changed, and by whom (separation of duties, G3). */
+  changedAt: timestamp("changed_at", { withTimezone: true, precision: 3, mode: "date" }),
+  changedBy: text("changed_by").notNull().default(""),
 });
 
 /** One row per API token; only the token's SHA-256 is kept. */
@@ -28,6 +33,8 @@ export const apiTokens = pgTable(
     expiresAt: timestamp("expires_at", { withTimezone: true, precision: 3, mode: "date" }),
     revokedAt: timestamp("revoked_at", { withTimezone: true, precision: 3, mode: "date" }),
     lastUsedAt: timestamp("last_used_at", { withTimezone: true, precision: 3, mode: "date" }),
+    /** Who issued the token ("" for the bootstrap token and rows from before this column). */
+    createdBy: text("created_by").notNull().default(""),
   },
   (t) => [index("api_tokens_user_id_idx").on(t.userId)],
 );

@@ -306,7 +306,7 @@ function ApprovalDetail(props: { approval: Approval; onUpdate: (list: Approval[]
     setError(null);
     setNote("");
     try {
-      const res = kind === "approve" ? await api.approvals.approve({ id: a.id, comment: reason.trim() }) : await api.approvals.deny({ id: a.id, reason: reason.trim() });
+      const res = kind === "approve" ? await api.approvals.approve({ id: a.id, comment: reason.trim(), paramsHash: a.paramsHash }) : await api.approvals.deny({ id: a.id, reason: reason.trim() });
       const after = res.approval;
       if (after) props.onUpdate([after]);
       setReason("");
