@@ -11,6 +11,7 @@ import { createAuditLog } from "./audit/log.ts";
 import type { AuditLog } from "./audit/types.ts";
 import type { ManagerConfig } from "./config/schema.ts";
 import { setShellPolicy } from "../skill/risk/index.ts";
+import { textGuard } from "./server/text-guard.ts";
 import { createManagerRegistry } from "./builtin/index.ts";
 import { createDispatcher, type Dispatcher } from "./dispatch/dispatch.ts";
 import { hostname } from "node:os";
@@ -212,7 +213,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   };
   const serveConsole = createConsole(config.server.console_dir || undefined);
   const httpRoutes: HttpRoute[] = [createMetricsRoute({ ...core, config, log }), createHookRoutes({ ...core, config, log })];
-  const interceptors = [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log, authFailures: { limit: config.server.auth_failures_per_minute, windowMs: parseDuration(config.server.auth_failure_window) } })];
+  const interceptors = [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log, authFailures: { limit: config.server.auth_failures_per_minute, windowMs: parseDuration(config.server.auth_failure_window) } }), textGuard];
   const rpc = rpcAdapter({
     routes: routes({ ...core, outputCapBytes: config.skills.output_cap_bytes }),
     readMaxBytes: config.server.max_request_bytes,
@@ -255,6 +256,12 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       tlsCert: config.server.tls_cert || undefined,
       tlsKey: config.server.tls_key || undefined,
       streams: { ...unary, [TUNNEL_PATH]: core.hub.handleStream },
+      limits: {
+        headersTimeoutMs: parseDuration(config.server.header_timeout ?? "10s"),
+        requestTimeoutMs: parseDuration(config.server.request_timeout ?? "60s"),
+        maxConcurrentStreams: config.server.max_concurrent_streams ?? 1000,
+        maxConnectionsPerAddress: config.server.max_connections_per_address ?? 4096,
+      },
     });
   } catch (err) {
     await core.database.close();

@@ -95,7 +95,21 @@ export function metadataToProto(skill: Skill, edgeIds: string[] = []): Metadata 
 
 /** Any JSON-able value as google.protobuf.Value (undefined becomes null). */
 export function toValue(v: unknown) {
-  return fromJson(ValueSchema, (v === undefined ? null : JSON.parse(JSON.stringify(v))) as JsonValue);
+  return fromJson(ValueSchema, capDepth(v === undefined ? null : JSON.parse(JSON.stringify(v))) as JsonValue);
+}
+
+/**
+ * JSON nesting a Value may carry: each level is three protobuf messages deep (Value, Struct, map
+ * entry), and protobuf decoders stop at 100, so a deeper stored row (a refused request's params)
+ * would make every listing of it fail. Deeper parts are shown as a marker; the stored row is unchanged.
+ */
+export const MAX_VALUE_DEPTH = 30;
+
+function capDepth(v: unknown, depth = 0): unknown {
+  if (v === null || typeof v !== "object") return v;
+  if (depth >= MAX_VALUE_DEPTH) return "[nested too deep to show]";
+  if (Array.isArray(v)) return v.map((x) => capDepth(x, depth + 1));
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, capDepth(x, depth + 1)]));
 }
 
 /** The result envelope as the contract's SkillResult. */

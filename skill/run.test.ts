@@ -68,6 +68,13 @@ describe("runSkill", () => {
     expect(env.error).toEqual({ code: "upstream_unavailable", message: "SearXNG answered 502", hint: "Retry in a minute or check skills.web_search.url." });
   });
 
+  it("answers not_found, not internal, when a file vanishes during a read (a real ENOENT from the file system)", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const { run } = setup(async () => readFile(`/tmp/ongrid-vanished-${process.pid}-${Date.now()}`));
+    const env = await run();
+    expect(env.error).toMatchObject({ code: "not_found", message: expect.stringMatching(/vanished while it was read \(ENOENT\)/) });
+  });
+
   it("turns any other thrown error into internal, without a stack, and logs the stack", async () => {
     const { run, lines } = setup(async () => {
       throw new TypeError("cannot read properties of undefined (reading 'x')");

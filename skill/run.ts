@@ -141,6 +141,12 @@ function failure(key: string, err: unknown, log: Logger): EnvelopeError {
     return { code: err.code, message: err.message || `skill "${key}" failed`, hint: err.hint };
   }
   const message = err instanceof Error ? err.message : String(err);
+  // A file or directory that vanished between two steps of a read (rotated, deleted) is the host's
+  // state, not a fault of the skill: not_found, like a missing path given in the params.
+  const errno = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (errno === "ENOENT" || errno === "ENOTDIR") {
+    return { code: "not_found", message: `skill "${key}": a file or directory vanished while it was read (${errno})`, hint: "It was deleted or rotated during the call; run it again." };
+  }
   try {
     // The stack goes to the operator's log (redacted), never to the caller.
     log.error({ err_name: err instanceof Error ? err.name : typeof err, stack: redactString(err instanceof Error ? (err.stack ?? "") : "") }, `skill failed: ${redactString(message)}`);

@@ -159,7 +159,7 @@ describe("fleet tools against five real edges", () => {
     expect(named.output.failures).toEqual([{ edge_id: "fl-4", code: "not_found", message: 'unknown edge "fl-4"', hint: "ListEdges shows the enrolled edges" }]);
     const all = await tool("tina", "fleet_host_load", {}, "tina-all");
     expect(all.output.results.map((x: any) => x.edge_id)).toEqual(["fl-1", "fl-2", LOADED]);
-    expect(all.output.left_out).toBe(2);
+    expect(all.output.left_out).toBe(0); // the edges outside her reach are not even counted for her
     const summary = await tool("tina", "get_edge_summary", { edge_id: "fl-5" });
     expect(summary.success).toBe(false);
     expect(summary.error).toMatchObject({ code: "not_found", message: 'unknown edge "fl-5"' });

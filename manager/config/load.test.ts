@@ -7,7 +7,7 @@ import { configReference, loadConfig } from "./load.ts";
 describe("loadConfig", () => {
   it("uses documented defaults with no file and no environment", () => {
     const c = loadConfig({ env: {} });
-    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", require_tls: false, max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m", token_cache: "1s" });
+    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", require_tls: false, max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m", token_cache: "1s", header_timeout: "10s", request_timeout: "60s", max_concurrent_streams: 1000, max_connections_per_address: 4096 });
     expect(c.data_dir).toBe("./data");
     expect(c.database_url).toBe("");
     expect(c.skills.web_search.url).toBe("http://127.0.0.1:8888/search");
@@ -35,6 +35,9 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "1h" } })).toThrow(/skills\.default_timeout: must not exceed skills\.max_timeout/);
     expect(() => loadConfig({ env: { ONGRID_SKILL_TIMEOUT: "0s" } })).toThrow(/skills\.default_timeout: must be at least 1ms \(rule: minimum\) \(set by ONGRID_SKILL_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_WEB_SEARCH_TIMEOUT: "0ms" } })).toThrow(/skills\.web_search\.timeout: must be at least 1ms/);
+    expect(() => loadConfig({ env: { ONGRID_HEADER_TIMEOUT: "50ms" } })).toThrow(/server\.header_timeout: must be at least 100ms \(rule: minimum\)/);
+    expect(() => loadConfig({ env: { ONGRID_HEADER_TIMEOUT: "2m" } })).toThrow(/server\.header_timeout: must not exceed server\.request_timeout/);
+    expect(() => loadConfig({ env: { ONGRID_MAX_CONCURRENT_STREAMS: "0" } })).toThrow(/server\.max_concurrent_streams/);
     expect(() => loadConfig({ env: { ONGRID_TUNNEL_HELLO_TIMEOUT: "50ms" } })).toThrow(/tunnel\.hello_timeout: must be at least 100ms \(rule: minimum\) \(set by ONGRID_TUNNEL_HELLO_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_TUNNEL_HELLO_TIMEOUT: "600h" } })).toThrow(/tunnel\.hello_timeout: must be at most 1h \(rule: maximum\)/);
     expect(() => loadConfig({ env: { ONGRID_TOKEN_CACHE: "soon" } })).toThrow(/server\.token_cache/);

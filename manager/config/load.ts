@@ -178,6 +178,9 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   if (hello > 3_600_000) bad("tunnel.hello_timeout", "must be at most 1h (rule: maximum)");
   // 0s turns the token cache off; longer than 5m would let a revoke made elsewhere lag too long.
   if (ms("server.token_cache", cfg.server.token_cache, 0) > 300_000) bad("server.token_cache", "must be at most 5m (rule: maximum)");
+  const headers = ms("server.header_timeout", cfg.server.header_timeout ?? "10s");
+  if (headers < 100) bad("server.header_timeout", "must be at least 100ms (rule: minimum)");
+  if (headers > ms("server.request_timeout", cfg.server.request_timeout ?? "60s")) bad("server.header_timeout", "must not exceed server.request_timeout (rule: maximum)");
   if (ms("skills.default_timeout", cfg.skills.default_timeout) > ms("skills.max_timeout", cfg.skills.max_timeout)) {
     bad("skills.default_timeout", `must not exceed skills.max_timeout (${cfg.skills.max_timeout}) (rule: maximum)`);
   }

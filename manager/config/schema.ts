@@ -17,6 +17,10 @@ export const CONFIG_SCHEMA = {
         max_request_bytes: { type: "integer", minimum: 1024, maximum: 268435456, default: 1048576, description: "Largest accepted request message; bigger ones are refused with RESOURCE_EXHAUSTED.", env: "ONGRID_MAX_REQUEST_BYTES" },
         console_dir: { type: "string", default: "", description: "Directory of the built web console (index.html + assets/); empty serves dist/console, which `npm run build:web` and `npm start` build.", env: "ONGRID_CONSOLE_DIR" },
         auth_failures_per_minute: { type: "integer", minimum: 1, maximum: 100000, default: 20, description: "Failed authentications from one peer address within server.auth_failure_window after which every request from that address (even with a valid token) is refused with RESOURCE_EXHAUSTED until the window passes.", env: "ONGRID_AUTH_FAILURES_PER_MINUTE" },
+        header_timeout: { type: "string", default: "10s", description: "An HTTP/1.1 request's headers must arrive within this, or the connection is closed (slow-header floods).", env: "ONGRID_HEADER_TIMEOUT", format: "duration" },
+        request_timeout: { type: "string", default: "60s", description: "An HTTP/1.1 request (headers and body) must arrive within this.", env: "ONGRID_REQUEST_TIMEOUT", format: "duration" },
+        max_concurrent_streams: { type: "integer", minimum: 1, maximum: 100000, default: 1000, description: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open at once (an edge's tunnel is one).", env: "ONGRID_MAX_CONCURRENT_STREAMS" },
+        max_connections_per_address: { type: "integer", minimum: 0, maximum: 1000000, default: 4096, description: "Open connections from one address; more are closed at once (0: no cap). Raise it when many edges share one address (NAT).", env: "ONGRID_MAX_CONNECTIONS_PER_ADDRESS" },
         auth_failure_window: { type: "string", default: "1m", description: "Sliding window over which server.auth_failures_per_minute counts failed authentications per address.", env: "ONGRID_AUTH_FAILURE_WINDOW", format: "duration" },
         token_cache: { type: "string", default: "1s", description: "How long the lookup of an API token (its row and its user) is reused before the database is asked again; every check (revoked, expired, user disabled) still runs on each request against it. Revocations and user changes made through this manager apply at once; made through another manager sharing the database, within this time. 0s looks the token up on every request; at most 5m.", env: "ONGRID_TOKEN_CACHE", format: "duration" },
       },
@@ -175,7 +179,7 @@ export const CONFIG_SCHEMA = {
 
 /** The validated configuration. */
 export interface ManagerConfig {
-  server: { host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string; token_cache: string };
+  server: { host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string; token_cache: string; header_timeout?: string; request_timeout?: string; max_concurrent_streams?: number; max_connections_per_address?: number };
   tunnel: { heartbeat_interval: string; max_frame_bytes: number; hello_timeout: string };
   data_dir: string;
   database_url: string;

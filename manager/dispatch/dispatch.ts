@@ -14,7 +14,7 @@ import { PreparedJson } from "../audit/record.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import type { EdgeStore } from "../edges/store.ts";
-import { decide, policyFromConfig, type PermissionDecision, type PermissionMode } from "../gate/gate.ts";
+import { decide, MODES, policyFromConfig, type PermissionDecision, type PermissionMode } from "../gate/gate.ts";
 import { reaches } from "../identity/reach.ts";
 import type { ApprovalStore } from "../approvals/store.ts";
 import type { ApprovalRow } from "../db/schema/index.ts";
@@ -396,6 +396,9 @@ export function createDispatcher(deps: DispatcherDeps) {
     /** The envelope comes from the hub, which redacted it. */
     let fromEdge = false;
     try {
+      if (input.mode !== undefined && !(MODES as readonly string[]).includes(input.mode)) {
+        throw new OngridError("invalid_argument", `permission_mode: ${String(input.mode).slice(0, 32)} is not a mode (rule: enum ${MODES.join("|")})`);
+      }
       const { shared } = input;
       let raw: unknown;
       if (shared) {

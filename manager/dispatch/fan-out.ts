@@ -4,7 +4,7 @@ import type { EnvelopeError, ResultEnvelope } from "../../skill/types.ts";
 import type { Hub } from "../tunnel/hub.ts";
 import { parseSelector } from "../edges/selector.ts";
 import { AuditedError, type Caller, type Dispatcher } from "./dispatch.ts";
-import { reaches } from "../identity/reach.ts";
+import { leftOutShown, reaches } from "../identity/reach.ts";
 import type { PermissionMode } from "../gate/gate.ts";
 
 /** Explicit edge ids one fan-out may name (a selector has no limit). */
@@ -145,7 +145,9 @@ export async function* fanOutBatches(deps: { dispatcher: Dispatcher; hub: Hub },
       // Take the queue in whole batches (shift() on a queue of thousands is O(n) each).
       while (queue.length) yield queue.length <= maxBatch ? queue.splice(0) : queue.splice(0, maxBatch);
     }
-    yield [{ kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut }];
+    // How many matching edges lay outside the caller's reach says that they exist: only an admin
+    // (who may see the whole fleet) is told; anyone else is told 0 (issue 26 E).
+    yield [{ kind: "summary", targeted: targets.size, succeeded, failed: targets.size - succeeded, timedOut, durationMs: Date.now() - started, leftOut: leftOutShown(input.caller, leftOut) }];
   } finally {
     ended = true;
     input.signal?.removeEventListener("abort", onCallerAbort);

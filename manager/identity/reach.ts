@@ -1,6 +1,7 @@
 /** Asset permissions (G4): a caller reaches an edge when the edge's labels match every selector of its reach. */
 import { parseSelector, type Selector } from "../edges/selector.ts";
 import type { Caller } from "../dispatch/dispatch.ts";
+import { roleAtLeast } from "./store.ts";
 
 const parsed = new Map<string, Selector>();
 
@@ -18,6 +19,14 @@ function selector(text: string): Selector {
 export function reaches(caller: Caller, labels: Readonly<Record<string, string>>): boolean {
   if (!caller.reach?.length) return true;
   return caller.reach.every((r) => selector(r).matches(labels));
+}
+
+/**
+ * How many matching edges lay outside the caller's reach, as the caller may be told: the count says
+ * that they exist, so only an admin (who may see the whole fleet) is told; anyone else gets 0.
+ */
+export function leftOutShown(caller: Caller, leftOut: number): number {
+  return roleAtLeast(caller.onBehalfRole ?? caller.role, "admin") ? leftOut : 0;
 }
 
 /** Whether the caller's reach is limited at all. */

@@ -13,6 +13,7 @@ import type { IdentityStore } from "../identity/store.ts";
 import { roleAtLeast } from "../identity/store.ts";
 import { ADMIN_ACTIONS, RPC_RULES } from "../identity/rules.ts";
 import { appendAdminRow } from "../audit/admin.ts";
+import { createRefusalThrottle } from "../audit/throttle.ts";
 import { kCaller, kPeerAddress } from "./caller.ts";
 
 /** The bearer token of an authorization header value, or undefined. */
@@ -106,12 +107,18 @@ export function authInterceptor(deps: {
 }): Interceptor {
   const { identity, audit, log } = deps;
   const limiter = new AuthFailureLimiter(deps.authFailures);
+  const anonymous = createRefusalThrottle();
   return (next) => async (req) => {
     const path = `${req.method.parent.typeName}/${req.method.name}`;
     const refuse = async (err: OngridError, who: { userId: string; role: string }): Promise<never> => {
+      // Refusals of nobody (no or a bad token) are counted per address and reason, one row per window.
+      const verdict = who.userId ? { write: true, suppressed: 0 } : anonymous.admit(`${peerKey(req.contextValues.get(kPeerAddress)) ?? ""}|${path}|${err.code}`);
+      if (!verdict.write) throw err;
+      const described = describe(path, (req as { message?: unknown }).message);
       await audit.append(
         auditRecord({
-          ...describe(path, (req as { message?: unknown }).message),
+          ...described,
+          ...(verdict.suppressed ? { args: { ...described.args, suppressed_since_last_row: verdict.suppressed } } : {}),
           error: `${err.code}: ${err.message}`,
           callerUserId: who.userId,
           callerRole: who.role,

@@ -29,7 +29,23 @@ export interface ListenOptions {
   tlsKey?: string;
   /** HTTP/2 streams to serve raw, by request path (the edge tunnel, unary gRPC calls); everything else goes to the handler. */
   streams?: Record<string, StreamHandler>;
+  /** Bounds on what an unauthenticated peer can hold (B1); each has a default. */
+  limits?: Partial<ListenLimits>;
 }
+
+/** What one peer may hold before it has proven anything (server.header_timeout, server.max_concurrent_streams, server.max_connections_per_address). */
+export interface ListenLimits {
+  /** An HTTP/1.1 request's headers must arrive within this; its whole body within requestTimeoutMs. */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS of every HTTP/2 connection. */
+  maxConcurrentStreams: number;
+  /** Open connections from one address; more are closed at once (0: no cap). */
+  maxConnectionsPerAddress: number;
+}
+
+/** The limits when none are configured. */
+export const DEFAULT_LISTEN_LIMITS: ListenLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, maxConcurrentStreams: 1000, maxConnectionsPerAddress: 4096 };
 
 /**
  * Puts raw stream handlers in front of node's compatibility layer: a stream whose path has a
@@ -83,9 +99,22 @@ function startsLikePreface(head: Buffer): boolean | undefined {
  * back, to what `pick` chooses (undefined: wait for more bytes). A connection that sends nothing
  * within FIRST_BYTES_MS is closed.
  */
-function sniffingServer(pick: (head: Buffer) => ((socket: net.Socket) => void) | undefined): net.Server {
+function sniffingServer(pick: (head: Buffer) => ((socket: net.Socket) => void) | undefined, maxPerAddress: number): net.Server {
+  const perAddress = new Map<string, number>();
   return net.createServer((socket) => {
     socket.on("error", () => socket.destroy());
+    const address = socket.remoteAddress ?? "";
+    const open = (perAddress.get(address) ?? 0) + 1;
+    if (maxPerAddress > 0 && open > maxPerAddress) {
+      socket.destroy();
+      return;
+    }
+    perAddress.set(address, open);
+    socket.once("close", () => {
+      const n = (perAddress.get(address) ?? 1) - 1;
+      if (n <= 0) perAddress.delete(address);
+      else perAddress.set(address, n);
+    });
     socket.setTimeout(FIRST_BYTES_MS, () => socket.destroy());
     let head = EMPTY;
     const onData = (chunk: Buffer) => {
@@ -133,8 +162,11 @@ function refusePlaintext(socket: net.Socket, h2: boolean): void {
 
 /** Starts the front door and resolves once it accepts connections. */
 export async function listen(handler: DualHandler, opts: ListenOptions): Promise<Listener> {
+  const limits: ListenLimits = { ...DEFAULT_LISTEN_LIMITS, ...opts.limits };
+  const h2Settings = { settings: { maxConcurrentStreams: limits.maxConcurrentStreams } };
   const sockets = new Set<net.Socket>();
   let server: net.Server;
+  let closeH1 = () => {};
   let sessions: Set<http2.Http2Session> = new Set();
   const track = (s: http2.Http2Session) => {
     sessions.add(s);
@@ -151,7 +183,7 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
     }
     let secure: http2.Http2SecureServer;
     try {
-      secure = http2.createSecureServer({ cert, key, allowHTTP1: true }, handler as never);
+      secure = http2.createSecureServer({ cert, key, allowHTTP1: true, ...h2Settings }, handler as never);
     } catch (err) {
       throw new OngridError("invalid_argument", `server.tls_cert/tls_key: not a usable PEM certificate and key: ${(err as Error).message}`, "check that the files hold a PEM certificate and its matching private key");
     }
@@ -165,20 +197,25 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
       const h2 = startsLikePreface(head);
       if (h2 === undefined) return undefined;
       return (socket) => refusePlaintext(socket, h2);
-    });
+    }, limits.maxConnectionsPerAddress);
   } else {
-    const h2 = http2.createServer({}, handler as never);
+    const h2 = http2.createServer({ ...h2Settings }, handler as never);
     h2.on("session", track);
     h2.setTimeout(IDLE_MS);
     routeStreams(h2, opts.streams ?? {});
-    const h1 = http.createServer(handler as never);
+    // Partial headers and slow bodies are not held forever (checked every second).
+    const h1 = http.createServer({ headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: 1000 }, handler as never);
     h1.keepAliveTimeout = 65_000;
+    // node starts checking headersTimeout/requestTimeout when the server emits "listening"; h1 never
+    // listens itself (the sniffing server hands it connections), so it is told to start here.
+    h1.emit("listening");
+    closeH1 = () => h1.close();
     // The first bytes tell the HTTP/2 preface from an HTTP/1.1 request line.
     server = sniffingServer((head) => {
       const isH2 = startsLikePreface(head);
       if (isH2 === undefined) return undefined;
       return (socket) => (isH2 ? h2 : h1).emit("connection", socket);
-    });
+    }, limits.maxConnectionsPerAddress);
   }
   server.on("connection", (s: net.Socket) => {
     sockets.add(s);
@@ -203,6 +240,7 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
+        closeH1();
         for (const s of sessions) s.close();
         setTimeout(() => {
           for (const s of sockets) s.destroy();

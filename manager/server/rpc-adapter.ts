@@ -10,6 +10,7 @@
 import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type ConnectRouter, type ConnectRouterOptions, type ContextValues, type ServiceImplSpec } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import type { DescMessage } from "@bufbuild/protobuf";
 import type { DualHandler } from "./listen.ts";
 
 /** Options of the handler: the router's, plus where RPC routes come from and what else is served. */
@@ -25,7 +26,9 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
  * the unary fast path (grpc-unary.ts), which knows only the router-wide options.
  */
 export function rpcAdapter(options: RpcAdapterOptions): DualHandler & { specs: ServiceImplSpec[] } {
-  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  // JSON requests are read strictly: an unknown field or enum name is refused naming it, instead of
+  // being dropped (a misspelled permission_mode would otherwise run in the default mode).
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], jsonOptions: { ignoreUnknownFields: false }, ...options });
   const specs: ServiceImplSpec[] = [];
   const recording: ConnectRouter = {
     get handlers() {
@@ -47,7 +50,7 @@ export function rpcAdapter(options: RpcAdapterOptions): DualHandler & { specs: S
     if (!handler) return options.fallback(req, res);
     const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, options.contextValues?.(req));
     handler(uReq)
-      .then(async (uRes) => universalResponseToNodeResponse(await badBodyIsInvalidArgument(uRes), res as never))
+      .then(async (uRes) => universalResponseToNodeResponse(await badBodyIsInvalidArgument(uRes, handler.method.input), res as never))
       .catch((reason) => {
         if (ConnectError.from(reason).code === Code.Aborted) return;
         console.error(`handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`, reason);
@@ -62,11 +65,34 @@ const INVALID = String(Code.InvalidArgument);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The response with an internal "parse binary:" error turned into invalid_argument; any other response unchanged. */
-export async function badBodyIsInvalidArgument(uRes: UniversalServerResponse): Promise<UniversalServerResponse> {
+/** "cannot decode enum ongrid.v1.PermissionMode from JSON: …" names a type; the request's fields of that type, by name. */
+const ENUM_FAILURE = /^cannot decode enum (\S+) from JSON/;
+
+function enumFields(input: DescMessage | undefined, typeName: string): string[] {
+  return (input?.fields ?? []).filter((f) => f.fieldKind === "enum" && f.enum.typeName === typeName).map((f) => f.name);
+}
+
+/**
+ * The response with an internal "parse binary:" error turned into invalid_argument, and a JSON
+ * enum refusal told which field it is about; any other response unchanged.
+ */
+export async function badBodyIsInvalidArgument(uRes: UniversalServerResponse, input?: DescMessage): Promise<UniversalServerResponse> {
   const type = uRes.header?.get("content-type") ?? "";
   const body = uRes.body;
   if (body === undefined || body instanceof Uint8Array) return uRes;
+  if (uRes.status === 400 && type.startsWith("application/json")) {
+    const chunks: Uint8Array[] = [];
+    for await (const c of body) chunks.push(c);
+    const bytes = Buffer.concat(chunks);
+    const err = parseJson(decoder.decode(bytes)) as { code?: unknown; message?: unknown } | undefined;
+    const m = typeof err?.message === "string" ? ENUM_FAILURE.exec(err.message) : null;
+    const fields = m ? enumFields(input, m[1]) : [];
+    if (!fields.length) return { ...uRes, body: single(bytes) };
+    const out = encoder.encode(JSON.stringify({ ...err, message: `field ${fields.map((f) => `"${f}"`).join(" or ")}: ${err!.message as string} (rule: enum; use the value's full name, e.g. ${m![1].split(".").pop()!.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase()}_…)` }));
+    const header = new Headers(uRes.header);
+    header.set("content-length", String(out.byteLength));
+    return { ...uRes, header, body: single(out) };
+  }
   if (uRes.status === 500 && type.startsWith("application/json")) {
     // Connect unary: the error is the whole (small) body, and the status follows its code, so the
     // body is read before the status is sent.

@@ -20,9 +20,8 @@ import { approvalToProto } from "./approval-service.ts";
 /** The contract's mode as the gate's; unspecified → undefined (the configured default). */
 export function modeFromProto(m: PermissionMode): Mode | undefined {
   if (m === PermissionMode.UNSPECIFIED) return undefined;
-  const name = PermissionMode[m] as Mode | undefined;
-  if (!name) throw new OngridError("invalid_argument", `permission_mode: ${m} is not a mode (rule: enum)`);
-  return name;
+  // An unknown number is passed on as it is: the dispatcher refuses it where refusals are audited.
+  return (PermissionMode[m] as Mode | undefined) ?? (String(m) as Mode);
 }
 
 /** The params of an execute or fan-out request, as the dispatcher takes them. */

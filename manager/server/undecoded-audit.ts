@@ -7,6 +7,7 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { createRefusalThrottle } from "../audit/throttle.ts";
 import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { DualHandler } from "./listen.ts";
 import { kPeerAddress } from "./caller.ts";
@@ -82,9 +83,25 @@ export function auditUndecodable(audit: AuditLog, log: Logger, path: string, sta
   appendRefusal(audit, log, startedAt, refusalText(GRPC_CODE_NAMES[String(grpcCode)] ?? `grpc-status ${grpcCode}`));
 }
 
+/** One row per refusal reason and 10 s; the rest are counted into the next row (a flood of abandoned streams must not fill the chain). */
+const throttle = createRefusalThrottle();
+
 function appendRefusal(audit: AuditLog, log: Logger, startedAt: Date, error: string): void {
+  const verdict = throttle.admit(error);
+  if (!verdict.write) return;
   audit
-    .append(auditRecord({ toolName: "", error: `undecodable request: ${error}`, startedAt, callerUserId: "anonymous", callerRole: "anonymous", decision: "", decisionReason: "" }))
+    .append(
+      auditRecord({
+        toolName: "",
+        error: `undecodable request: ${error}`,
+        ...(verdict.suppressed ? { args: { suppressed_since_last_row: verdict.suppressed } } : {}),
+        startedAt,
+        callerUserId: "anonymous",
+        callerRole: "anonymous",
+        decision: "",
+        decisionReason: "",
+      }),
+    )
     .catch((err) => log.error({ err }, "could not audit a refused ExecuteSkill request"));
 }
 

@@ -270,7 +270,7 @@ async function throughputSection(url: string, adminToken: string, o: ReturnType<
   // (validated, gated, sent down the tunnel, audited; no RPC, no authentication).
   log(`throughput inside the manager: dispatcher.execute with ${o.concurrency} calls in flight for ${o.throughputMs / 1000} s (2 s warm-up), 10 simulated edges`);
   const inDb = await benchDatabase(o.databaseUrl);
-  const inproc = await startManager(loadConfig({ env: {}, overrides: { "server.host": "127.0.0.1", "server.port": 0, data_dir: join(tmpdir(), `ongrid-bench-inproc-${process.pid}`), database_url: inDb, log_level: "warn", "skills.max_calls_per_user": Math.max(256, o.concurrency) } }));
+  const inproc = await startManager(loadConfig({ env: {}, overrides: { "server.max_connections_per_address": 0, "server.host": "127.0.0.1", "server.port": 0, data_dir: join(tmpdir(), `ongrid-bench-inproc-${process.pid}`), database_url: inDb, log_level: "warn", "skills.max_calls_per_user": Math.max(256, o.concurrency) } }));
   let inClosed = false;
   cleanups.push(() => (inClosed ? undefined : inproc.close()));
   const inEdges: Array<{ id: string; token: string }> = [];

@@ -31,7 +31,7 @@ const CONCURRENCY = Number(process.env.CONCURRENCY ?? 256);
 const MS = Number(process.env.SECONDS ?? 8) * 1000;
 const dataDir = mkdtempSync(join(tmpdir(), "dispatchprof-"));
 const m = await startManager(
-  loadConfig({ env: {}, overrides: { "server.port": 0, data_dir: dataDir, log_level: "warn", "skills.max_calls_per_user": Math.max(256, CONCURRENCY), ...(process.env.DB ? { database_url: process.env.DB } : {}), ...(process.env.TOKEN_CACHE ? { "server.token_cache": process.env.TOKEN_CACHE } : {}) } }),
+  loadConfig({ env: {}, overrides: { "server.max_connections_per_address": 0, "server.port": 0, data_dir: dataDir, log_level: "warn", "skills.max_calls_per_user": Math.max(256, CONCURRENCY), ...(process.env.DB ? { database_url: process.env.DB } : {}), ...(process.env.TOKEN_CACHE ? { "server.token_cache": process.env.TOKEN_CACHE } : {}) } }),
 );
 const edges: Array<{ id: string; token: string }> = [];
 for (let i = 0; i < EDGES; i++) edges.push({ id: `dp-${i}`, token: (await m.edges.enroll(`dp-${i}`)).token });

@@ -34,7 +34,7 @@ import { echoAuditRecord } from "./lib/audit-row.ts";
 const N = Number(process.env.N ?? 3000);
 const RUNS = Number(process.env.RUNS ?? 8);
 const dataDir = mkdtempSync(join(tmpdir(), "fanprof-"));
-const m = await startManager(loadConfig({ env: {}, overrides: { "server.port": 0, data_dir: dataDir, log_level: "warn", ...(process.env.DB ? { database_url: process.env.DB } : {}) } }));
+const m = await startManager(loadConfig({ env: {}, overrides: { "server.max_connections_per_address": 0, "server.port": 0, data_dir: dataDir, log_level: "warn", ...(process.env.DB ? { database_url: process.env.DB } : {}) } }));
 const edges: Array<{ id: string; token: string }> = [];
 for (let i = 0; i < N; i++) edges.push({ id: `fp-${i}`, token: (await m.edges.enroll(`fp-${i}`)).token });
 const fleet = await startFleet({ url: m.url, edges, processes: 1, labels: { fp: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: false, maxBackoffMs: 30_000, inventory: "echo" });

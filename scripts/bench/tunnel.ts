@@ -173,7 +173,7 @@ async function main(): Promise<number> {
   // as in the bare echo. Validation, gate and audit are the full round trip's (row above).
   log(`tunnel round trip: ${warmup} warm-up + ${opt.rtIterations} sequential hub calls from a manager in this process to a simulated edge`);
   const inproc = await startManager(
-    loadConfig({ env: {}, overrides: { "server.host": "127.0.0.1", "server.port": 0, data_dir: join(work, "inproc"), database_url: databaseUrl, log_level: "warn" } }),
+    loadConfig({ env: {}, overrides: { "server.max_connections_per_address": 0, "server.host": "127.0.0.1", "server.port": 0, data_dir: join(work, "inproc"), database_url: databaseUrl, log_level: "warn" } }),
   );
   const hubId = "bench-hub";
   const hubToken = (await inproc.edges.enroll(hubId)).token;

@@ -29,11 +29,14 @@ describe("resolveTargets", () => {
     expect((await resolveTargets(deps, everyone, {})).call).toEqual(["a-1", "a-2", "b-1"]);
   });
 
-  it("narrows a selector to the caller's reach and counts what it left out without naming it", async () => {
+  it("narrows a selector to the caller's reach; what it left out is counted for an admin only (the count says such edges exist)", async () => {
     const t = await resolveTargets(deps, teamA, { selector: "env=prod" });
     expect(t.call).toEqual(["a-1"]);
     expect(t.offline.map((o) => o.edgeId)).toEqual(["a-3"]);
-    expect(t.leftOut).toBe(1);
+    expect(t.leftOut).toBe(0);
+    const admin = await resolveTargets(deps, { caller: { ...teamA.caller, role: "admin" } }, { selector: "env=prod" });
+    expect(admin.call).toEqual(["a-1"]);
+    expect(admin.leftOut).toBe(1);
   });
 
   it("hands named edges to the dispatcher even outside reach (it answers them as unknown), without adding the rest of the fleet", async () => {
@@ -108,7 +111,7 @@ describe("a fleet host_* tool (fleet_host_load)", () => {
     const { deps, calls } = fakeDeps(fleet, () => ({ output: loadOutput(1) }));
     const r = await runTool(createFleetHostLoad(deps), { selector: "team=b" }, { caller: { userId: "tina", role: "viewer", reach: ["team=a"] } });
     expect(r.success).toBe(false);
-    expect(r.error).toMatchObject({ code: "no_edges", message: 'selector "team=b" matched no edge you may reach (1 matched outside your reach)' });
+    expect(r.error).toMatchObject({ code: "no_edges", message: 'selector "team=b" matched no edge you may reach' });
     expect(r.error!.hint).toMatch(/query_edges/);
     expect(calls).toEqual([]);
   });

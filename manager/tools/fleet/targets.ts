@@ -9,7 +9,7 @@ import type { SkillContext } from "../../../skill/types.ts";
 import { fanOut } from "../../dispatch/fan-out.ts";
 import type { Invocation } from "../../dispatch/dispatch.ts";
 import { parseSelector, type Selector } from "../../edges/selector.ts";
-import { reaches } from "../../identity/reach.ts";
+import { leftOutShown, reaches } from "../../identity/reach.ts";
 import type { BaseToolDeps } from "../deps.ts";
 import { invocationOf } from "../invocation.ts";
 
@@ -107,7 +107,7 @@ export async function resolveTargets(deps: Pick<BaseToolDeps, "hub" | "edges">, 
       else leftOut++;
     }
   }
-  return { call: [...chosen].sort(), offline, leftOut };
+  return { call: [...chosen].sort(), offline, leftOut: leftOutShown(call.caller, leftOut) };
 }
 
 /** One edge that gave no usable answer, and why. */
