@@ -34,7 +34,7 @@ export async function startLocalEdge(o: LocalEdgeOptions): Promise<{ id: string;
   if ((await o.edges.get(id))?.revokedAt) {
     throw new OngridError("failed_precondition", `the local edge "${id}" is revoked`, `enroll it again with \`ongrid edge enroll ${id}\`, or start without --local-edge`);
   }
-  const { token } = await o.edges.enroll(id);
+  const { token } = await o.edges.enroll(id, { labels: { local: "true" } });
   const runtime = createEdgeRuntime({
     id,
     labels: { local: "true" },

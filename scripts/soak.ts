@@ -444,9 +444,10 @@ async function main(o: Options): Promise<number> {
   log(`enrolling ${o.edges + OFFLINE_EDGES} edges via EnrollEdge`);
   const victimN = Math.max(1, Math.round(o.edges / 10));
   const mainN = o.edges - victimN;
-  const withBucket = (edges: Array<{ id: string; token: string }>, offset: number) => edges.map((e, i) => ({ ...e, labels: { bucket: String((i + offset) % BUCKETS) } }));
-  const mainEdges = withBucket(await enrollFleet(mgr.url, mgr.adminToken, mainN, "soak-e-"), 0);
-  const victimEdges = withBucket(await enrollFleet(mgr.url, mgr.adminToken, victimN, "soak-v-"), mainN);
+  // Enrolled with the labels the fan-outs select by (the manager's labels decide, not the hello's).
+  const bucketed = (offset: number) => (i: number) => ({ soak: "1", bucket: String((i + offset) % BUCKETS) });
+  const mainEdges = await enrollFleet(mgr.url, mgr.adminToken, mainN, "soak-e-", 8, bucketed(0));
+  const victimEdges = await enrollFleet(mgr.url, mgr.adminToken, victimN, "soak-v-", 8, bucketed(mainN));
   const offline = await enrollFleet(mgr.url, mgr.adminToken, OFFLINE_EDGES, "soak-off-");
   const behaviour: Omit<FleetOptions, "edges" | "processes"> = {
     labels: { soak: "1" },

@@ -174,7 +174,8 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
     const edges = [];
     try {
       for (const { id, meta } of fleet) {
-        const { token } = await m.edges.enroll(id);
+        // Selectors use the labels given at enrolment; the hello reports the same.
+        const { token } = await m.edges.enroll(id, { labels: { shared: "yes" } });
         const edge = connectGrpcEdge(`127.0.0.1:${m.port}`, token, answerEchoText(id));
         edges.push(edge);
         edge.send({ frame: { case: "hello", value: { edgeId: id, version: "t", hostname: id, os: "linux/x64", labels: { shared: "yes" }, skills: [meta as never] } } });

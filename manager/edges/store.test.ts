@@ -20,7 +20,8 @@ describeBothBackends("edge store presence", (backend) => {
     await Promise.all([store.markOnline("e1", hello("1.0")), store.markOffline("e1", seen), store.markOnline("e2", hello("2.0"))]);
     const e1 = await store.get("e1");
     const e2 = await store.get("e2");
-    expect(e1).toMatchObject({ online: false, lastSeenAt: seen, version: "1.0", hostname: "host-1.0", managerId: "mgr-1", labels: { team: "a" }, skills: [{ key: "host_load" }] });
+    // What the hello said of the edge's labels is kept as reported; the manager's labels are untouched.
+    expect(e1).toMatchObject({ online: false, lastSeenAt: seen, version: "1.0", hostname: "host-1.0", managerId: "mgr-1", reportedLabels: { team: "a" }, labels: {}, skills: [{ key: "host_load" }] });
     expect(e2).toMatchObject({ online: true, version: "2.0", managerId: "mgr-1" });
     // A later batch: e2 goes away.
     await store.markOffline("e2", seen);
@@ -69,7 +70,7 @@ describeBothBackends("edge store presence", (backend) => {
     expect(creds.at(-1)).toBeUndefined();
     expect(creds.slice(0, -1).map((c) => c?.id)).toEqual(ids);
     expect(creds[5]?.revokedAt).toBeInstanceOf(Date);
-    expect(creds[6]).toEqual({ id: "bulk-6", tokenHash: expect.stringMatching(/^[0-9a-f]{64}$/), revokedAt: null });
+    expect(creds[6]).toEqual({ id: "bulk-6", tokenHash: expect.stringMatching(/^[0-9a-f]{64}$/), revokedAt: null, labels: {} });
     const authed = await Promise.allSettled(ids.map((id) => store.authenticate(tokens.get(id)!)));
     expect(authed.filter((a) => a.status === "fulfilled").map((a) => (a as PromiseFulfilledResult<{ id: string }>).value.id)).toEqual(ids.filter((id) => id !== "bulk-5"));
     expect((authed[5] as PromiseRejectedResult).reason.message).toBe("edge token is unknown or revoked");

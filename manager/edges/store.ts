@@ -5,7 +5,7 @@ import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { edges, type EdgeRow } from "../db/schema/index.ts";
 
-import { EDGE_ID_PATTERN } from "../../skill/identity.ts";
+import { EDGE_ID_PATTERN, labelProblem } from "../../skill/identity.ts";
 const TOKEN_PREFIX = "ogt_";
 
 /** SHA-256 of a token, hex: the only form stored. */
@@ -25,14 +25,15 @@ export function checkEdgeId(id: string, field = "id"): string {
   return id;
 }
 
-/** What the hub needs of an edge's row to admit it and to re-check it: not its skills or labels (≈15 KB of JSON an edge). */
+/** What the hub needs of an edge's row to admit it and to re-check it: not its skills (≈15 KB of JSON an edge); its labels, which are the manager's. */
 export interface EdgeCredential {
   id: string;
   tokenHash: string;
   revokedAt: Date | null;
+  labels: Record<string, string>;
 }
 
-const CREDENTIAL = { id: edges.id, tokenHash: edges.tokenHash, revokedAt: edges.revokedAt };
+const CREDENTIAL = { id: edges.id, tokenHash: edges.tokenHash, revokedAt: edges.revokedAt, labels: edges.labels };
 
 /** What the hub records when an edge says hello. */
 export interface Presence {
@@ -58,17 +59,30 @@ export function createEdgeStore(database: Database, managerId: string) {
     return new Map(rows.map((r) => [r.id, r]));
   });
   return {
-    /** Creates the edge or rotates its token; the token is returned once and stored hashed. */
-    async enroll(id: string): Promise<{ id: string; token: string; rotated: boolean }> {
+    /**
+     * Creates the edge or rotates its token; the token is returned once and stored hashed. `labels`
+     * (for reach and selectors) are set when given; a rotation without them keeps the edge's labels.
+     */
+    async enroll(id: string, opts: { labels?: Record<string, string> } = {}): Promise<{ id: string; token: string; rotated: boolean }> {
       checkEdgeId(id);
+      const labels = opts.labels === undefined ? undefined : checkLabels(opts.labels);
       const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
       const now = new Date();
       const existing = await db.select({ id: edges.id }).from(edges).where(eq(edges.id, id));
       await db
         .insert(edges)
-        .values({ id, tokenHash: hashToken(token), enrolledAt: now })
-        .onConflictDoUpdate({ target: edges.id, set: { tokenHash: hashToken(token), enrolledAt: now, revokedAt: null } });
+        .values({ id, tokenHash: hashToken(token), enrolledAt: now, labels: labels ?? {} })
+        .onConflictDoUpdate({ target: edges.id, set: { tokenHash: hashToken(token), enrolledAt: now, revokedAt: null, ...(labels ? { labels } : {}) } });
       return { id, token, rotated: existing.length > 0 };
+    },
+
+    /** Replaces an edge's labels (an admin's change); not_found for an edge that is not enrolled. */
+    async setLabels(id: string, labels: Record<string, string>): Promise<Record<string, string>> {
+      checkEdgeId(id);
+      const checked = checkLabels(labels);
+      const rows = await db.update(edges).set({ labels: checked }).where(eq(edges.id, id)).returning({ id: edges.id });
+      if (!rows.length) throw new OngridError("not_found", `unknown edge "${id}"`, "`ongrid edge list` shows the enrolled edges");
+      return checked;
     },
 
     /** Revokes the edge's token; false when no such edge is enrolled. */
@@ -126,6 +140,13 @@ export function createEdgeStore(database: Database, managerId: string) {
       await db.update(edges).set({ online: false }).where(eq(edges.managerId, managerId));
     },
   };
+}
+
+/** Refuses labels that are not k=v pairs a selector can name. */
+function checkLabels(labels: Record<string, string>): Record<string, string> {
+  const problem = labelProblem(labels);
+  if (problem) throw new OngridError("invalid_argument", `labels: ${problem} (rule: label)`, "labels are key=value pairs like team=payments, env=prod");
+  return { ...labels };
 }
 
 const tokenRefused = () => new OngridError("unauthenticated", "edge token is unknown or revoked", "enroll the edge again with `ongrid edge enroll ID` and use the new token");
@@ -219,7 +240,7 @@ function createPresenceWriter(database: Database, managerId: string) {
         return { id, online: op.online, last_seen: op.lastSeen.toISOString(), version: p.version, hostname: p.hostname, os: p.os, labels: p.labels, skills: i };
       });
       await db.execute(
-        sql`update edges as e set online = r.online, last_seen_at = r.last_seen, manager_id = ${managerId}, version = r.version, hostname = r.hostname, os = r.os, labels = r.labels, skills = (${JSON.stringify(lists)}::jsonb) -> r.skills
+        sql`update edges as e set online = r.online, last_seen_at = r.last_seen, manager_id = ${managerId}, version = r.version, hostname = r.hostname, os = r.os, reported_labels = r.labels, skills = (${JSON.stringify(lists)}::jsonb) -> r.skills
             from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, online boolean, last_seen timestamptz, version text, hostname text, os text, labels jsonb, skills int)
             where e.id = r.id and (e.revoked_at is null or not r.online)`,
       );

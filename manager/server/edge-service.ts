@@ -34,6 +34,7 @@ export function edgeToProto(row: EdgeRow, hub: Hub, full: boolean): Edge {
     hostname: live?.hello.hostname ?? row.hostname,
     os: live?.hello.os ?? row.os,
     labels: live ? { ...live.hello.labels } : row.labels,
+    reportedLabels: live ? { ...live.reportedLabels } : (row.reportedLabels ?? {}),
     skills: full ? skills : skills.map((m) => create(MetadataSchema, { key: m.key, class: m.class, scope: m.scope })),
     revoked: Boolean(row.revokedAt),
     enrolledAt: timestampFromDate(row.enrolledAt),
@@ -60,9 +61,15 @@ export function createEdgeService(deps: { edges: EdgeStore; hub: Hub }): Service
     },
     async enrollEdge(req) {
       checkEdgeId(req.id);
-      const res = await edges.enroll(req.id);
+      const res = await edges.enroll(req.id, Object.keys(req.labels).length ? { labels: req.labels } : {});
       if (res.rotated) hub.disconnect(req.id, "the edge's token was rotated");
       return res;
+    },
+    async setEdgeLabels(req) {
+      const labels = await edges.setLabels(req.id, req.labels);
+      hub.relabel(req.id, labels);
+      const row = await edges.get(req.id);
+      return { edge: edgeToProto(row!, hub, false) };
     },
     async revokeEdge(req) {
       if (!(await edges.revoke(req.id))) throw new OngridError("not_found", `unknown edge "${req.id}"`);

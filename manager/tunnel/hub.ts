@@ -82,8 +82,10 @@ interface Pending {
 /** One connected edge. */
 export interface EdgeSession {
   readonly edgeId: string;
-  /** The edge's hello: id, version, hostname, OS, labels (its skill list is not kept here; see `skills`). */
+  /** The edge's hello: id, version, hostname, OS, and the manager's labels for it (its skill list is not kept here; see `skills`). */
   readonly hello: Hello;
+  /** The labels the edge reported in its hello: shown, never used for reach or selectors. */
+  readonly reportedLabels: Readonly<Record<string, string>>;
   /** What the edge offers now: from hello, replaced by each inventory frame (pack rescans). */
   skills: ReadonlyMap<string, Skill>;
   readonly connectedAt: Date;
@@ -177,6 +179,7 @@ export function createHub(opts: HubOptions) {
     if (stream.destroyed) return;
     const enrolledId = row.id;
     const tokenHash = row.tokenHash;
+    const assigned = row.labels ?? {};
     let session: LiveSession | undefined;
     let helloSeen = false;
     /** The hello of an edge asked for its inventory, until the inventory frame arrives. */
@@ -200,7 +203,7 @@ export function createHub(opts: HubOptions) {
                 call.end({ code: Code.InvalidArgument, message: `inventory refused: ${(err as Error).message}` });
                 return;
               }
-              session = admit(call, enrolledId, tokenHash, hello, inv);
+              session = admit(call, enrolledId, tokenHash, hello, inv, assigned);
             } else if (f.case === "hello") call.end({ code: Code.InvalidArgument, message: "hello may only be sent once" });
             return;
           }
@@ -213,7 +216,7 @@ export function createHub(opts: HubOptions) {
           }
           helloSeen = true;
           clearTimeout(helloTimer);
-          welcome(call, enrolledId, tokenHash, f.value).then(
+          welcome(call, enrolledId, tokenHash, f.value, assigned).then(
             (s) => {
               if (s !== "inventory") session = s;
               else if (!call.closed) {
@@ -307,7 +310,7 @@ export function createHub(opts: HubOptions) {
    * manager does not hold — answers "inventory": the caller asks the edge for its inventory and
    * admits it when the inventory frame arrives.
    */
-  async function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello): Promise<LiveSession | "inventory" | undefined> {
+  async function welcome(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello, assigned: Record<string, string>): Promise<LiveSession | "inventory" | undefined> {
     if (hello.edgeId !== enrolledId) {
       call.end({ code: Code.PermissionDenied, message: `this token is enrolled for edge "${enrolledId}", not "${hello.edgeId}"` });
       return undefined;
@@ -335,11 +338,11 @@ export function createHub(opts: HubOptions) {
         return undefined;
       }
     }
-    return admit(call, enrolledId, tokenHash, hello, inv);
+    return admit(call, enrolledId, tokenHash, hello, inv, assigned);
   }
 
   /** Makes the edge's session live (replacing an older one of the same edge), welcomes it and records it online. */
-  function admit(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello, inv: Inventory): LiveSession {
+  function admit(call: GrpcBidiCall<typeof ConnectResponseSchema>, enrolledId: string, tokenHash: string, hello: Hello, inv: Inventory, assigned: Record<string, string>): LiveSession {
     opening.get(enrolledId)?.delete(call);
     const skills = inv.skills;
     const previous = sessions.get(enrolledId);
@@ -348,8 +351,10 @@ export function createHub(opts: HubOptions) {
       edgeId: enrolledId,
       tokenHash,
       // Without its skill list (kept as `skills`, shared by the edges offering the same inventory):
-      // the metadata of a dozen skills is ~15 KB an edge.
-      hello: { ...hello, skills: [] },
+      // the metadata of a dozen skills is ~15 KB an edge. Its labels are the manager's (enrolment,
+      // `ongrid edge label`): what the edge says of itself never widens anyone's reach (C4, G4).
+      hello: { ...hello, labels: { ...assigned }, skills: [] },
+      reportedLabels: { ...hello.labels },
       skills,
       connectedAt: new Date(),
       lastHeard: Date.now(),
@@ -545,6 +550,11 @@ export function createHub(opts: HubOptions) {
     connectedCount: (): number => sessions.size,
     /** Whether any connected edge offers the skill key. */
     offered: (key: string): boolean => offerCount.has(key),
+    /** Gives a connected edge the labels an admin set (its reach and selectors follow at once). */
+    relabel(edgeId: string, labels: Record<string, string>): void {
+      const s = sessions.get(edgeId);
+      if (s) (s.hello as { labels: Record<string, string> }).labels = { ...labels };
+    },
     /** Closes an edge's tunnel and any stream of it still awaiting its welcome (revocation, rotation). */
     disconnect(edgeId: string, message: string): boolean {
       const s = sessions.get(edgeId);

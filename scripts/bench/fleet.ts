@@ -245,7 +245,7 @@ async function auditSection(serverUrl: string, n: number, rows: Row[], details: 
 
 async function throughputSection(url: string, adminToken: string, o: ReturnType<typeof flags>, databaseUrl: string, rows: Row[], details: Record<string, unknown>): Promise<void> {
   log(`throughput: ${THROUGHPUT_EDGES} simulated edges, ${o.concurrency} ExecuteSkill calls in flight for ${o.throughputMs / 1000} s (2 s warm-up)`);
-  const edges = await enrollFleet(url, adminToken, THROUGHPUT_EDGES, "bench-tp-");
+  const edges = await enrollFleet(url, adminToken, THROUGHPUT_EDGES, "bench-tp-", 8, () => ({ bench_tp: "1" }));
   const fleet = await startFleet({ url, edges, processes: 1, labels: { bench_tp: "1" }, latencyMs: 0, latencyJitterMs: 0, failureRate: 0, reconnect: false, maxBackoffMs: 30_000, inventory: "echo" });
   cleanups.push(() => fleet.close());
   if (fleet.connected.connected !== THROUGHPUT_EDGES) throw new Error(`throughput edges did not connect: ${fleet.connected.errors.join("; ")}`);
@@ -303,7 +303,7 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   const skills = createClient(SkillService, transport);
   log(`enrolling ${N} edges via EnrollEdge`);
   const e0 = performance.now();
-  const edges = await enrollFleet(mgr.proc.url, adminToken, N, "bench-sim-");
+  const edges = await enrollFleet(mgr.proc.url, adminToken, N, "bench-sim-", 8, () => ({ bench: "1" }));
   const enrolMs = performance.now() - e0;
   const gc = await attachGc(mgr.proc.child, log);
   log("manager RSS before the fleet (settled, then after a forced full GC)");

@@ -63,12 +63,23 @@ export interface Fleet {
 
 const HERE = import.meta.dirname;
 
-/** Enrolls `n` edge ids `${prefix}00000…` through EdgeService.EnrollEdge with an admin's token. */
-export async function enrollFleet(url: string, adminToken: string, n: number, prefix: string, parallel = 8): Promise<Array<{ id: string; token: string }>> {
+/**
+ * Enrolls `n` edge ids `${prefix}00000…` through EdgeService.EnrollEdge with an admin's token,
+ * with the labels `labels(i)` gives the i-th (reach and selectors use the labels given at
+ * enrolment, not the ones an edge reports; each edge is returned with them, for its hello).
+ */
+export async function enrollFleet(
+  url: string,
+  adminToken: string,
+  n: number,
+  prefix: string,
+  parallel = 8,
+  labels: (i: number) => Record<string, string> = () => ({}),
+): Promise<Array<{ id: string; token: string; labels: Record<string, string> }>> {
   const transport = createGrpcTransport({ baseUrl: url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${adminToken}`), next(req))] });
   const edges = createClient(EdgeService, transport);
-  const ids = Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(5, "0")}`);
-  return pool(ids, parallel, async (id) => ({ id, token: (await edges.enrollEdge({ id })).token }));
+  const ids = Array.from({ length: n }, (_, i) => ({ id: `${prefix}${String(i).padStart(5, "0")}`, labels: labels(i) }));
+  return pool(ids, parallel, async ({ id, labels: l }) => ({ id, token: (await edges.enrollEdge({ id, labels: l })).token, labels: l }));
 }
 
 /** Starts the worker processes and connects every edge; resolves once each has been welcomed or failed. */
@@ -167,7 +178,7 @@ async function main(): Promise<void> {
   const n = num("edges", values.edges!, 1, 100_000);
   const started = performance.now();
   console.log(`enrolling ${n} edges (${values.prefix}00000…) at ${values.manager}`);
-  const edges = await enrollFleet(values.manager, values.token, n, values.prefix!);
+  const edges = await enrollFleet(values.manager, values.token, n, values.prefix!, 8, () => labelsFlag(values.labels!));
   console.log(`connecting them from ${values.processes} processes`);
   const fleet = await startFleet({
     url: values.manager,

@@ -43,7 +43,8 @@ export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "S
 
 /** Enrolls `id` on the manager, starts the binary and waits until the manager holds its session. */
 export async function startEdge(m: TestManager, id: string, opts: { labels?: Record<string, string>; roots?: string[]; args?: string[]; url?: string } = {}): Promise<TestEdge> {
-  const { token } = await m.edges.enroll(id);
+  // The labels reach and selectors use are the manager's, given at enrolment; the edge reports the same.
+  const { token } = await m.edges.enroll(id, { labels: opts.labels ?? {} });
   const args = ["--manager", opts.url ?? m.url, "--token", token, "--id", id, "--log-level", "debug", ...(opts.args ?? [])];
   for (const [k, v] of Object.entries(opts.labels ?? {})) args.push("--label", `${k}=${v}`);
   for (const r of opts.roots ?? []) args.push("--allowed-root", r);

@@ -15,7 +15,10 @@ export const edges = pgTable(
     version: text("version").notNull().default(""),
     hostname: text("hostname").notNull().default(""),
     os: text("os").notNull().default(""),
+    /** Labels for reach and selectors: set at enrolment and by an admin, never by the edge (C4, G4). */
     labels: jsonb("labels").$type<Record<string, string>>().notNull().default({}),
+    /** Labels the edge reported in its last hello: shown, never used for reach or selectors. */
+    reportedLabels: jsonb("reported_labels").$type<Record<string, string>>().notNull().default({}),
     /** The skill metadata of the last hello, as the contract's JSON. */
     skills: jsonb("skills").$type<unknown[]>().notNull().default([]),
   },

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/edge_service.proto.
  */
 export const file_ongrid_v1_edge_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxvbmdyaWQvdjEvZWRnZV9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiwwIKBEVkZ2USCgoCaWQYASABKAkSDgoGb25saW5lGAIgASgIEi0KCWxhc3Rfc2VlbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHdmVyc2lvbhgEIAEoCRIQCghob3N0bmFtZRgFIAEoCRIKCgJvcxgGIAEoCRIrCgZsYWJlbHMYByADKAsyGy5vbmdyaWQudjEuRWRnZS5MYWJlbHNFbnRyeRIjCgZza2lsbHMYCCADKAsyEy5vbmdyaWQudjEuTWV0YWRhdGESDwoHcmV2b2tlZBgJIAEoCBIvCgtlbnJvbGxlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI5ChBMaXN0RWRnZXNSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhMKC29ubGluZV9vbmx5GAIgASgIIjMKEUxpc3RFZGdlc1Jlc3BvbnNlEh4KBWVkZ2VzGAEgAygLMg8ub25ncmlkLnYxLkVkZ2UiHAoOR2V0RWRnZVJlcXVlc3QSCgoCaWQYASABKAkiMAoPR2V0RWRnZVJlc3BvbnNlEh0KBGVkZ2UYASABKAsyDy5vbmdyaWQudjEuRWRnZSIfChFFbnJvbGxFZGdlUmVxdWVzdBIKCgJpZBgBIAEoCSJAChJFbnJvbGxFZGdlUmVzcG9uc2USCgoCaWQYASABKAkSDQoFdG9rZW4YAiABKAkSDwoHcm90YXRlZBgDIAEoCCIfChFSZXZva2VFZGdlUmVxdWVzdBIKCgJpZBgBIAEoCSIqChJSZXZva2VFZGdlUmVzcG9uc2USFAoMZGlzY29ubmVjdGVkGAEgASgIMrcCCgtFZGdlU2VydmljZRJLCglMaXN0RWRnZXMSGy5vbmdyaWQudjEuTGlzdEVkZ2VzUmVxdWVzdBocLm9uZ3JpZC52MS5MaXN0RWRnZXNSZXNwb25zZSIDkAIBEkUKB0dldEVkZ2USGS5vbmdyaWQudjEuR2V0RWRnZVJlcXVlc3QaGi5vbmdyaWQudjEuR2V0RWRnZVJlc3BvbnNlIgOQAgESSQoKRW5yb2xsRWRnZRIcLm9uZ3JpZC52MS5FbnJvbGxFZGdlUmVxdWVzdBodLm9uZ3JpZC52MS5FbnJvbGxFZGdlUmVzcG9uc2USSQoKUmV2b2tlRWRnZRIcLm9uZ3JpZC52MS5SZXZva2VFZGdlUmVxdWVzdBodLm9uZ3JpZC52MS5SZXZva2VFZGdlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_ongrid_v1_skill]);
+  fileDesc("ChxvbmdyaWQvdjEvZWRnZV9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiuAMKBEVkZ2USCgoCaWQYASABKAkSDgoGb25saW5lGAIgASgIEi0KCWxhc3Rfc2VlbhgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHdmVyc2lvbhgEIAEoCRIQCghob3N0bmFtZRgFIAEoCRIKCgJvcxgGIAEoCRIrCgZsYWJlbHMYByADKAsyGy5vbmdyaWQudjEuRWRnZS5MYWJlbHNFbnRyeRIjCgZza2lsbHMYCCADKAsyEy5vbmdyaWQudjEuTWV0YWRhdGESDwoHcmV2b2tlZBgJIAEoCBIvCgtlbnJvbGxlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPAoPcmVwb3J0ZWRfbGFiZWxzGAsgAygLMiMub25ncmlkLnYxLkVkZ2UuUmVwb3J0ZWRMYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjUKE1JlcG9ydGVkTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI5ChBMaXN0RWRnZXNSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhMKC29ubGluZV9vbmx5GAIgASgIIjMKEUxpc3RFZGdlc1Jlc3BvbnNlEh4KBWVkZ2VzGAEgAygLMg8ub25ncmlkLnYxLkVkZ2UiHAoOR2V0RWRnZVJlcXVlc3QSCgoCaWQYASABKAkiMAoPR2V0RWRnZVJlc3BvbnNlEh0KBGVkZ2UYASABKAsyDy5vbmdyaWQudjEuRWRnZSKIAQoRRW5yb2xsRWRnZVJlcXVlc3QSCgoCaWQYASABKAkSOAoGbGFiZWxzGAIgAygLMigub25ncmlkLnYxLkVucm9sbEVkZ2VSZXF1ZXN0LkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQAoSRW5yb2xsRWRnZVJlc3BvbnNlEgoKAmlkGAEgASgJEg0KBXRva2VuGAIgASgJEg8KB3JvdGF0ZWQYAyABKAgiHwoRUmV2b2tlRWRnZVJlcXVlc3QSCgoCaWQYASABKAkiKgoSUmV2b2tlRWRnZVJlc3BvbnNlEhQKDGRpc2Nvbm5lY3RlZBgBIAEoCCKOAQoUU2V0RWRnZUxhYmVsc1JlcXVlc3QSCgoCaWQYASABKAkSOwoGbGFiZWxzGAIgAygLMisub25ncmlkLnYxLlNldEVkZ2VMYWJlbHNSZXF1ZXN0LkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiNgoVU2V0RWRnZUxhYmVsc1Jlc3BvbnNlEh0KBGVkZ2UYASABKAsyDy5vbmdyaWQudjEuRWRnZTKLAwoLRWRnZVNlcnZpY2USSwoJTGlzdEVkZ2VzEhsub25ncmlkLnYxLkxpc3RFZGdlc1JlcXVlc3QaHC5vbmdyaWQudjEuTGlzdEVkZ2VzUmVzcG9uc2UiA5ACARJFCgdHZXRFZGdlEhkub25ncmlkLnYxLkdldEVkZ2VSZXF1ZXN0Ghoub25ncmlkLnYxLkdldEVkZ2VSZXNwb25zZSIDkAIBEkkKCkVucm9sbEVkZ2USHC5vbmdyaWQudjEuRW5yb2xsRWRnZVJlcXVlc3QaHS5vbmdyaWQudjEuRW5yb2xsRWRnZVJlc3BvbnNlEkkKClJldm9rZUVkZ2USHC5vbmdyaWQudjEuUmV2b2tlRWRnZVJlcXVlc3QaHS5vbmdyaWQudjEuUmV2b2tlRWRnZVJlc3BvbnNlElIKDVNldEVkZ2VMYWJlbHMSHy5vbmdyaWQudjEuU2V0RWRnZUxhYmVsc1JlcXVlc3QaIC5vbmdyaWQudjEuU2V0RWRnZUxhYmVsc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_ongrid_v1_skill]);
 
 /**
  * Edge is one enrolled edge agent and its presence.
@@ -65,7 +65,7 @@ export type Edge = Message<"ongrid.v1.Edge"> & {
   os: string;
 
   /**
-   * Labels, from its hello.
+   * Labels for reach and selectors: set at enrolment and by an admin (SetEdgeLabels), never by the edge.
    *
    * @generated from field: map<string, string> labels = 7;
    */
@@ -91,6 +91,13 @@ export type Edge = Message<"ongrid.v1.Edge"> & {
    * @generated from field: google.protobuf.Timestamp enrolled_at = 10;
    */
   enrolledAt?: Timestamp | undefined;
+
+  /**
+   * The labels the edge reported in its last hello: shown, never used for reach or selectors.
+   *
+   * @generated from field: map<string, string> reported_labels = 11;
+   */
+  reportedLabels: { [key: string]: string };
 };
 
 /**
@@ -203,6 +210,13 @@ export type EnrollEdgeRequest = Message<"ongrid.v1.EnrollEdgeRequest"> & {
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * Labels for reach and selectors; on a rotation, empty keeps the edge's labels.
+   *
+   * @generated from field: map<string, string> labels = 2;
+   */
+  labels: { [key: string]: string };
 };
 
 /**
@@ -290,6 +304,55 @@ export const RevokeEdgeResponseSchema: GenMessage<RevokeEdgeResponse> = /*@__PUR
   messageDesc(file_ongrid_v1_edge_service, 8);
 
 /**
+ * SetEdgeLabelsRequest names the edge and its new labels (replacing the old ones).
+ *
+ * @generated from message ongrid.v1.SetEdgeLabelsRequest
+ */
+export type SetEdgeLabelsRequest = Message<"ongrid.v1.SetEdgeLabelsRequest"> & {
+  /**
+   * The edge id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The labels; empty removes them all.
+   *
+   * @generated from field: map<string, string> labels = 2;
+   */
+  labels: { [key: string]: string };
+};
+
+/**
+ * Describes the message ongrid.v1.SetEdgeLabelsRequest.
+ * Use `create(SetEdgeLabelsRequestSchema)` to create a new message.
+ */
+export const SetEdgeLabelsRequestSchema: GenMessage<SetEdgeLabelsRequest> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_edge_service, 9);
+
+/**
+ * SetEdgeLabelsResponse carries the edge as it is now.
+ *
+ * @generated from message ongrid.v1.SetEdgeLabelsResponse
+ */
+export type SetEdgeLabelsResponse = Message<"ongrid.v1.SetEdgeLabelsResponse"> & {
+  /**
+   * The edge.
+   *
+   * @generated from field: ongrid.v1.Edge edge = 1;
+   */
+  edge?: Edge | undefined;
+};
+
+/**
+ * Describes the message ongrid.v1.SetEdgeLabelsResponse.
+ * Use `create(SetEdgeLabelsResponseSchema)` to create a new message.
+ */
+export const SetEdgeLabelsResponseSchema: GenMessage<SetEdgeLabelsResponse> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_edge_service, 10);
+
+/**
  * EdgeService manages edge agents: enrollment, revocation and presence.
  *
  * @generated from service ongrid.v1.EdgeService
@@ -334,6 +397,16 @@ export const EdgeService: GenService<{
     methodKind: "unary";
     input: typeof RevokeEdgeRequestSchema;
     output: typeof RevokeEdgeResponseSchema;
+  },
+  /**
+   * SetEdgeLabels replaces the labels reach and selectors use for an edge (an admin's, audited).
+   *
+   * @generated from rpc ongrid.v1.EdgeService.SetEdgeLabels
+   */
+  setEdgeLabels: {
+    methodKind: "unary";
+    input: typeof SetEdgeLabelsRequestSchema;
+    output: typeof SetEdgeLabelsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ongrid_v1_edge_service, 0);
