@@ -30,6 +30,24 @@ describe("roleAtLeast", () => {
 });
 
 describeBothBackends("identity store", (backend) => {
+  test("records who created and who last changed an account, and who issued a token (separation of duties reads them)", async () => {
+    const ids = createIdentityStore(await backend.open());
+    const made = await ids.createUser("pam", "approver", "", "admin");
+    expect(made).toMatchObject({ createdBy: "admin", changedBy: "", changedAt: null });
+    const { info } = await ids.createToken("pam", { description: "t", by: "root-admin" });
+    expect(info.createdBy).toBe("root-admin");
+    const before = Date.now();
+    const changed = await ids.updateUser("pam", { reach: "team=a" }, "olga");
+    expect(changed).toMatchObject({ createdBy: "admin", changedBy: "olga" });
+    expect(changed.changedAt!.getTime()).toBeGreaterThanOrEqual(before - 5);
+    const p = await ids.provenance("pam", info.id);
+    expect(p.user).toMatchObject({ id: "pam", createdBy: "admin", changedBy: "olga" });
+    expect(p.token).toMatchObject({ id: info.id, createdBy: "root-admin" });
+    expect((await ids.provenance("pam", "000000000000")).token).toBeUndefined();
+    // A no-op update changes nothing, not even who changed it last.
+    expect(await ids.updateUser("pam", {}, "mallory")).toMatchObject({ changedBy: "olga" });
+  });
+
   test("createUser validates id, role and reach, refuses duplicates, and lists users by id", async () => {
     const ids = createIdentityStore(await backend.open());
     const alice = await ids.createUser("alice", "operator", "  team=payments  ");
