@@ -11,6 +11,19 @@ const RISK_CLASSIFIERS: Record<string, (value: unknown, cwd: unknown) => SkillCl
 /** Names of the known classifiers, for messages and docs. */
 export const RISK_CLASSIFIER_NAMES: readonly string[] = Object.keys(RISK_CLASSIFIERS);
 
+/**
+ * The command line and working directory of a call whose skill is classified by `shell_command`
+ * (exec, pod_execute, packs naming it), read as its classifier reference says; undefined for any
+ * other skill. One reading of "<classifier>:<param>[:<cwd param>]" for the gate, the approval
+ * display check and `ongrid skills classify`.
+ */
+export function shellCommandOf(ref: string | undefined, params: Record<string, unknown>): { command: unknown; cwd?: string } | undefined {
+  if (!ref?.startsWith("shell_command:")) return undefined;
+  const [, param, cwdParam] = ref.split(":");
+  const cwd = cwdParam ? params[cwdParam] : undefined;
+  return { command: params[param], cwd: typeof cwd === "string" ? cwd : undefined };
+}
+
 /** The risk function for a classifier reference ("" → none); an unknown reference is refused. */
 export function riskFromClassifier(ref: string, key: string): ((p: Record<string, unknown>) => SkillClass) | undefined {
   if (!ref) return undefined;

@@ -12,6 +12,7 @@ import { createPackSet } from "../../skill/pack/loader.ts";
 import { formatProblem } from "../../skill/pack/manifest.ts";
 import { effectiveClass } from "../../skill/registry.ts";
 import { classifyCommand, setShellPolicy } from "../../skill/risk/index.ts";
+import { shellCommandOf } from "../../skill/risk-classifier.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Skill } from "../../skill/types.ts";
 import { validateParams } from "../../skill/validate.ts";
@@ -38,12 +39,10 @@ export function classifyCall(skill: Skill, raw: unknown): ClassifyAnswer {
     return { key, error: (err as Error).message };
   }
   const cls = effectiveClass(skill, params);
-  const ref = skill.meta.riskClassifier ?? "";
+  const shell = shellCommandOf(skill.meta.riskClassifier, params);
   let reasons: string[];
-  if (ref.startsWith("shell_command:")) {
-    const [, param, cwdParam] = ref.split(":");
-    const cwd = cwdParam ? params[cwdParam] : undefined;
-    reasons = classifyCommand(String(params[param] ?? ""), { cwd: typeof cwd === "string" ? cwd : undefined }).reasons;
+  if (shell) {
+    reasons = classifyCommand(String(shell.command ?? ""), { cwd: shell.cwd }).reasons;
   } else {
     reasons = [skill.riskForArgs ? `the skill's own classifier answered ${cls}` : `the skill's static class is ${cls}`];
   }

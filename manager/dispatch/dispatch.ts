@@ -8,6 +8,7 @@ import { effectiveClass, type SkillRegistry } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { redactString } from "../../skill/redact.ts";
 import { displayProblem } from "../../skill/risk/display.ts";
+import { shellCommandOf } from "../../skill/risk-classifier.ts";
 import type { ResultEnvelope, Skill, SkillClass } from "../../skill/types.ts";
 import { auditRecord, type AuditLog } from "../audit/types.ts";
 import { PreparedJson } from "../audit/record.ts";
@@ -595,10 +596,6 @@ export type Dispatcher = ReturnType<typeof createDispatcher>;
 
 /** Why an approver's (redacted) view of a shell-command call would not show what runs (A5, G2), or undefined. */
 function approverViewProblem(skill: Skill, params: Record<string, unknown>): string | undefined {
-  const ref = skill.meta.riskClassifier ?? "";
-  if (!ref.startsWith("shell_command:")) return undefined;
-  const [, param, cwdParam] = ref.split(":");
-  const command = params[param];
-  const cwd = cwdParam ? params[cwdParam] : undefined;
-  return typeof command === "string" ? displayProblem(command, typeof cwd === "string" ? cwd : undefined) : undefined;
+  const shell = shellCommandOf(skill.meta.riskClassifier, params);
+  return typeof shell?.command === "string" ? displayProblem(shell.command, shell.cwd) : undefined;
 }
