@@ -120,7 +120,7 @@ export function readsOperands(operands: readonly string[], ctx: PathContext): Ac
   return { reads, lists: [] };
 }
 
-/** The access of a command that lists or measures each operand (the working directory when there is none and `implicitCwd`). */
+/** The access of a command that lists or measures each operand (none: it lists the working directory, which is not checked). */
 export function listsOperands(operands: readonly string[], ctx: PathContext): Access | string {
   const lists: string[] = [];
   for (const op of operands) {

@@ -91,11 +91,6 @@ export function parseLine(src: string): ParsedLine {
   return out;
 }
 
-/** The static text of a word, or undefined when any part of it is dynamic or a glob. */
-export function staticText(w: ShWord): string | undefined {
-  return w.dynamic || w.glob ? undefined : w.value;
-}
-
 /** Visits every syntax node under `root`, whatever field holds it (so nothing nested is missed). */
 function walk(root: Raw, fn: (node: Raw, kind: string) => void): void {
   const seen = new Set<Raw>();
