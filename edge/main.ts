@@ -5,8 +5,8 @@ import { isAbsolute } from "node:path";
 import { Command, CommanderError } from "commander";
 import pino from "pino";
 import { parseDuration } from "../skill/duration.ts";
-import { setShellPolicy } from "../skill/risk/index.ts";
-import { DEFAULT_READ_ROOTS } from "../skill/risk/paths.ts";
+import { configureShellPolicy } from "../skill/risk/index.ts";
+import { ExecAllowError } from "../skill/risk/allow.ts";
 import { OngridError } from "../skill/errors.ts";
 import { parseBoolean } from "../skill/boolean.ts";
 import { isLoopbackHost, managerUrlProblem } from "../skill/net.ts";
@@ -58,6 +58,7 @@ export function buildEdgeProgram(): Command {
     .option("--label <key=value>", "a label for selectors (repeatable; ONGRID_EDGE_LABELS=k=v,k=v)", list, env.ONGRID_EDGE_LABELS ? env.ONGRID_EDGE_LABELS.split(",") : [])
     .option("--allowed-root <dir>", "directory tail_file and host_files may read (repeatable; ONGRID_EDGE_ALLOWED_ROOTS=a:b)", list, env.ONGRID_EDGE_ALLOWED_ROOTS ? env.ONGRID_EDGE_ALLOWED_ROOTS.split(":") : [])
     .option("--exec-read-root <dir>", "directory whose files read-only exec commands may read without approval (repeatable; ONGRID_EXEC_READ_ROOTS=a:b; default /var/log; keep equal to the manager's skills.exec.read_roots)", list, env.ONGRID_EXEC_READ_ROOTS ? env.ONGRID_EXEC_READ_ROOTS.split(":") : [])
+    .option("--exec-allow-file <file>", "exec allowlist file adding commands and options read-only exec calls may run without approval (ONGRID_EXEC_ALLOW_FILE; keep equal to the manager's skills.exec.allow_file)", env.ONGRID_EXEC_ALLOW_FILE)
     .option("--exec-safe-run-as <user[:group]>", "unprivileged user read-only exec commands run as when the edge runs as root; \"\" for the edge's own user (ONGRID_EXEC_SAFE_RUN_AS; default nobody)", env.ONGRID_EXEC_SAFE_RUN_AS)
     .option("--pack-dir <dir>", "directory of subprocess skill packs, or of one pack (repeatable; ONGRID_EDGE_PACK_DIRS=a:b)", list, env.ONGRID_EDGE_PACK_DIRS ? env.ONGRID_EDGE_PACK_DIRS.split(":") : [])
     .option("--proc-root <dir>", "proc filesystem host_load and host_processes read instead of /proc, e.g. the host's /proc mounted into a container (ONGRID_EDGE_PROC_ROOT)", env.ONGRID_EDGE_PROC_ROOT)
@@ -116,7 +117,12 @@ export function buildEdgeProgram(): Command {
       const readRoots = (o.execReadRoot as string[]).filter(Boolean);
       const badRoot = readRoots.find((r) => !isAbsolute(r));
       if (badRoot) bad("--exec-read-root", `"${badRoot}" must be an absolute directory path`);
-      setShellPolicy({ readRoots: readRoots.length ? readRoots : DEFAULT_READ_ROOTS });
+      try {
+        configureShellPolicy({ readRoots, allowFile: o.execAllowFile || undefined });
+      } catch (err) {
+        if (err instanceof ExecAllowError) bad("--exec-allow-file", err.message);
+        throw err;
+      }
       const runtime = createEdgeRuntime({
         id,
         labels: parseLabels(o.label),

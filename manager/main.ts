@@ -10,7 +10,8 @@ import { openDatabase, type Database } from "./db/client.ts";
 import { createAuditLog } from "./audit/log.ts";
 import type { AuditLog } from "./audit/types.ts";
 import type { ManagerConfig } from "./config/schema.ts";
-import { setShellPolicy } from "../skill/risk/index.ts";
+import { configureShellPolicy } from "../skill/risk/index.ts";
+import { ExecAllowError } from "../skill/risk/allow.ts";
 import { textGuard } from "./server/text-guard.ts";
 import { createManagerRegistry } from "./builtin/index.ts";
 import { createDispatcher, type Dispatcher } from "./dispatch/dispatch.ts";
@@ -102,8 +103,13 @@ export type Core = Awaited<ReturnType<typeof openCore>> & { config: ManagerConfi
 
 /** Opens storage, the registries and the router without listening: what the CLI needs to run skills in process. */
 export async function openCore(config: ManagerConfig, log: Logger) {
-  // The gate classifies exec calls with the same read roots the edges are told to use.
-  setShellPolicy({ readRoots: splitDirs(config.skills.exec?.read_roots ?? "/var/log") });
+  // The gate classifies exec calls with the same read roots and allowlist the edges are told to use.
+  try {
+    configureShellPolicy({ readRoots: splitDirs(config.skills.exec?.read_roots ?? "/var/log"), allowFile: config.skills.exec?.allow_file || undefined });
+  } catch (err) {
+    if (err instanceof ExecAllowError) throw new OngridError("invalid_argument", `skills.exec.allow_file: ${err.message}`, "fix the file (docs/security.md, \"Adding to the exec allowlist\"), or set skills.exec.allow_file to \"\" for the built-in allowlist");
+    throw err;
+  }
   const registry = createManagerRegistry(log);
   const packDirs = splitDirs(config.packs.dirs);
   const packs = packDirs.length ? createPackSet({ dirs: packDirs, scope: "manager", registry, log }) : undefined;

@@ -172,7 +172,14 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
       );
       if (problem) {
         rt.log.warn({ skill: x.key, call_id: x.callId, class: cls, reason: problem }, "refused a non-safe call without valid approval evidence");
-        return send(x.callId, failure("permission_denied", `edge refused: ${problem}`, "non-safe calls must come through the manager's approval workflow", rt.id));
+        // No evidence at all: the manager's gate judged the call safe and this edge does not, so
+        // the two classify with different policies (for exec: read roots or allowlist file).
+        const hint = a
+          ? "non-safe calls must come through the manager's approval workflow"
+          : skill.meta.riskClassifier?.startsWith("shell_command")
+            ? "the manager judged this call safe and this edge does not: give the edge the manager's exec policy (--exec-read-root = skills.exec.read_roots, --exec-allow-file = skills.exec.allow_file)"
+            : "the manager judged this call safe and this edge does not: run the same ongrid version on both";
+        return send(x.callId, failure("permission_denied", `edge refused: ${problem}`, hint, rt.id));
       }
       try {
         await limiter.acquire(gate);

@@ -2,6 +2,7 @@
  * `ongrid skills classify KEY`: the effective class of a call without running it, offline, with
  * exactly the gate's code (A6): the builtin skills, and packs with --pack-dir. One call from
  * --param/--params, or a batch of params JSON objects, one per line, answered one JSON line each.
+ * exec is judged with the read roots and the exec allowlist file given (--read-root, --exec-allow-file).
  */
 import type { Command } from "commander";
 import { readFileSync } from "node:fs";
@@ -11,7 +12,8 @@ import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 import { createPackSet } from "../../skill/pack/loader.ts";
 import { formatProblem } from "../../skill/pack/manifest.ts";
 import { effectiveClass } from "../../skill/registry.ts";
-import { classifyCommand, setShellPolicy } from "../../skill/risk/index.ts";
+import { ExecAllowError } from "../../skill/risk/allow.ts";
+import { classifyCommand, configureShellPolicy } from "../../skill/risk/index.ts";
 import { shellCommandOf } from "../../skill/risk-classifier.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Skill } from "../../skill/types.ts";
@@ -60,12 +62,16 @@ export function addClassifyCommand(cmd: Command): void {
     .option("--batch <file>", "one params JSON object per line (- for stdin); prints one JSON line per input, in order")
     .option("--pack-dir <dir>", "also load the packs in this directory (repeatable)", (v: string, acc: string[]) => [...acc, v], [])
     .option("--read-root <dir>", "a read root for exec (repeatable; default: skills.exec.read_roots' default, /var/log)", (v: string, acc: string[]) => [...acc, v], [])
+    .option("--exec-allow-file <file>", "an exec allowlist file, as skills.exec.allow_file (default: ONGRID_EXEC_ALLOW_FILE)", process.env.ONGRID_EXEC_ALLOW_FILE)
     .option("--json", "print JSON")
-    .action((key: string, opts: { param: string[]; params?: string; batch?: string; packDir: string[]; readRoot: string[]; json?: boolean }) => {
-      if (opts.readRoot.length) {
-        const bad = opts.readRoot.find((r) => !r.startsWith("/"));
-        if (bad) flagError("--read-root", `"${bad}" must be an absolute directory path`);
-        setShellPolicy({ readRoots: opts.readRoot });
+    .action((key: string, opts: { param: string[]; params?: string; batch?: string; packDir: string[]; readRoot: string[]; execAllowFile?: string; json?: boolean }) => {
+      const bad = opts.readRoot.find((r) => !r.startsWith("/"));
+      if (bad) flagError("--read-root", `"${bad}" must be an absolute directory path`);
+      try {
+        configureShellPolicy({ readRoots: opts.readRoot, allowFile: opts.execAllowFile || undefined });
+      } catch (err) {
+        if (err instanceof ExecAllowError) flagError("--exec-allow-file", err.message);
+        throw err;
       }
       const silent = pino({ level: "silent" });
       const registry = createManagerRegistry();

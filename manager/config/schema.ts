@@ -135,6 +135,7 @@ export const CONFIG_SCHEMA = {
           additionalProperties: false,
           properties: {
             read_roots: { type: "string", default: "/var/log", pattern: "^(/[^:]*)(:/[^:]*)*$", description: "':'-separated absolute directories whose files a read-only exec command (cat, head, tail, grep, …) may read without approval, besides a short list of non-secret system files; the gate classifies with these, so keep them equal to the edges' --exec-read-root.", env: "ONGRID_EXEC_READ_ROOTS" },
+            allow_file: { type: "string", default: "", description: "An exec allowlist file (YAML or JSON; docs/security.md, \"Adding to the exec allowlist\") that adds commands, and options of built-in commands, to what a read-only exec call may run without approval; it can only add, and never makes a wrapper, writer or destroyer safe. Give the edges the same file (--exec-allow-file). Empty: the built-in allowlist.", env: "ONGRID_EXEC_ALLOW_FILE" },
             safe_run_as: { type: "string", default: "nobody", pattern: "^$|^[a-z_][a-z0-9_.-]*(:[a-z_][a-z0-9_.-]*)?$", description: "The unprivileged user (user or user:group) the local edge runs read-only exec commands as when it runs as root; \"\" runs them as the edge's own user.", env: "ONGRID_EXEC_SAFE_RUN_AS" },
           },
         },
@@ -198,7 +199,7 @@ export interface ManagerConfig {
     output_cap_bytes: number;
     max_calls_per_user: number;
     web_search: { url: string; timeout: string; max_results: number };
-    exec?: { read_roots: string; safe_run_as: string };
+    exec?: { read_roots: string; allow_file?: string; safe_run_as: string };
     send_message: { webhook_url: string; timeout: string };
   };
   knowledge: { dirs: string; watch: boolean };

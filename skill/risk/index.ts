@@ -18,13 +18,10 @@
  * The line is read by mvdan/sh's bash parser (`shell.ts`), not by hand-written lexing.
  */
 import type { SkillClass } from "../types.ts";
-import { fileRule } from "./danger/files.ts";
-import { networkRule } from "./danger/network.ts";
-import { storageRule } from "./danger/storage.ts";
-import { systemRule } from "./danger/system.ts";
-import { systemPath, type Call, type DangerRule } from "./danger/common.ts";
-import { wrapperRule } from "./danger/wrappers.ts";
-import { parseOptions, type Access, type CommandSpec } from "./options.ts";
+import { loadExecAllowFile, type CommandTable } from "./allow.ts";
+import { systemPath, type Call } from "./danger/common.ts";
+import { DANGER_RULES } from "./danger/index.ts";
+import { parseOptions, type Access } from "./options.ts";
 import { DEFAULT_READ_ROOTS, type PathContext } from "./paths.ts";
 import { FILE_COMMANDS } from "./safe/files.ts";
 import { NETWORK_COMMANDS } from "./safe/network.ts";
@@ -53,20 +50,26 @@ export interface CommandRisk {
   plan?: SafePlan;
 }
 
-/** Where a line is judged: its working directory and the read roots (the policy's when omitted). */
+/** Where a line is judged: its working directory, the read roots and the allowlist (the policy's when omitted). */
 export interface ClassifyOptions {
   cwd?: string;
   readRoots?: readonly string[];
+  commands?: CommandTable;
 }
 
 /** The process's classification policy, set once from the manager's or the edge's config. */
 export interface ShellPolicy {
   readRoots: readonly string[];
+  /** The safe commands: SAFE_COMMANDS, with an exec allowlist file's additions (allow.ts). */
+  commands: CommandTable;
 }
 
-let policy: ShellPolicy = { readRoots: DEFAULT_READ_ROOTS };
+/** The built-in safe commands by name. */
+export const SAFE_COMMANDS: CommandTable = { ...FILE_COMMANDS, ...SYSTEM_COMMANDS, ...NETWORK_COMMANDS, ...SERVICE_COMMANDS };
 
-/** Sets the read roots safe commands may read below (skills.exec.read_roots, --exec-read-root). */
+let policy: ShellPolicy = { readRoots: DEFAULT_READ_ROOTS, commands: SAFE_COMMANDS };
+
+/** Sets the read roots (skills.exec.read_roots, --exec-read-root) and the allowlist (skills.exec.allow_file, --exec-allow-file). */
 export function setShellPolicy(p: Partial<ShellPolicy>): void {
   policy = { ...policy, ...p, readRoots: (p.readRoots ?? policy.readRoots).map((r) => r.replace(/\/+$/, "") || "/") };
 }
@@ -76,10 +79,14 @@ export function shellPolicy(): ShellPolicy {
   return policy;
 }
 
-/** The safe commands by name. */
-export const SAFE_COMMANDS: Readonly<Record<string, CommandSpec>> = { ...FILE_COMMANDS, ...SYSTEM_COMMANDS, ...NETWORK_COMMANDS, ...SERVICE_COMMANDS };
-
-const RULES: readonly DangerRule[] = [wrapperRule, storageRule, fileRule, systemRule, networkRule];
+/**
+ * Sets the policy from configuration: the read roots, and the allowlist with an exec allowlist
+ * file's additions when one is named (a refused file throws ExecAllowError, naming each field).
+ */
+export function configureShellPolicy(o: { readRoots: readonly string[]; allowFile?: string }): void {
+  const commands = o.allowFile ? loadExecAllowFile(o.allowFile, SAFE_COMMANDS) : SAFE_COMMANDS;
+  setShellPolicy({ readRoots: o.readRoots.length ? o.readRoots : DEFAULT_READ_ROOTS, commands });
+}
 const MAX_INPUT = 64 * 1024;
 /** Variables whose assignment changes which code runs or how the shell reads the rest. */
 const CODE_VARIABLES = /^(PATH|LD_[A-Z_]+|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|GLOBIGNORE|BASH_FUNC_.*|GCONV_PATH|PAGER|MANPAGER|MANOPT|LESSOPEN|LESSCLOSE|GIT_[A-Z_]+|PYTHON[A-Z_]*|PERL5?[A-Z_]*|RUBY[A-Z_]*|NODE_OPTIONS|EDITOR|VISUAL|SYSTEMD_PAGER|SYSTEMD_LESS)$/;
@@ -99,7 +106,7 @@ export function classifyCommand(command: string, opts: ClassifyOptions = {}): Co
   const dangers = dangerReasons(line);
   if (dangers.length) return verdict("dangerous", dangers);
   const ctx: PathContext = { cwd: opts.cwd, readRoots: opts.readRoots ?? policy.readRoots };
-  const safe = line.pipeline ? safePlan(line.pipeline, ctx) : `not a plain command or pipeline: it has ${line.syntax}`;
+  const safe = line.pipeline ? safePlan(line.pipeline, ctx, opts.commands ?? policy.commands) : `not a plain command or pipeline: it has ${line.syntax}`;
   if (typeof safe === "string") return verdict("mutating", [safe]);
   const names = [...new Set(safe.argv.map((a) => a[0]))];
   return { ...verdict("safe", [`read-only: ${names.join(", ")}`]), plan: safe };
@@ -110,11 +117,11 @@ function verdict(cls: SkillClass, reasons: string[]): CommandRisk {
 }
 
 /** Checks each command of a plain pipeline against the allowlist. */
-function safePlan(argvs: string[][], ctx: PathContext): SafePlan | string {
+function safePlan(argvs: string[][], ctx: PathContext, commands: CommandTable): SafePlan | string {
   const plan: SafePlan = { argv: argvs, reads: [], lists: [] };
   for (const [name, ...args] of argvs) {
-    const spec = Object.hasOwn(SAFE_COMMANDS, name) ? SAFE_COMMANDS[name] : undefined;
-    if (!spec) return name.includes("/") ? `"${name}" is a path: safe commands are named, and found on the system PATH` : `${name} is not on the safe command list`;
+    const spec = Object.hasOwn(commands, name) ? commands[name] : undefined;
+    if (!spec) return name.includes("/") ? `"${name}" is a path: safe commands are named, and found on the system PATH` : `${name} is not on the safe command list (an exec allowlist file, skills.exec.allow_file, can add it)`;
     let access: Access | string;
     if ("raw" in spec) access = spec.raw(args, ctx);
     else {
@@ -146,7 +153,7 @@ function dangerReasons(line: ParsedLine): string[] {
       continue;
     }
     const call: Call = { name: first.value.slice(first.value.lastIndexOf("/") + 1), args: cmd.words.slice(1) };
-    for (const rule of RULES) {
+    for (const rule of DANGER_RULES) {
       const why = rule(call);
       if (why) out.push(why);
     }

@@ -17,6 +17,12 @@ export interface OptionSpec {
   numeric?: boolean;
   /** Options end at the first operand (awk's program, echo's words). */
   stopAtOperand?: boolean;
+  /**
+   * Options this command has that write, run programs, follow forever or read another system's
+   * data (`sort -o`, `tail -f`, `journalctl --vacuum-size`): never on the list, and an exec
+   * allowlist file (allow.ts) may not add them.
+   */
+  never?: readonly string[];
 }
 
 /** One option as given: `-n`, `--lines`, with its value when it has one. */

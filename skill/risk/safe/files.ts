@@ -16,7 +16,7 @@ export const FILE_COMMANDS: Record<string, CommandSpec> = {
   },
   tail: {
     // Without -f/-F: a safe call ends by itself.
-    options: { flags: "qvz", valued: "nc", numeric: true, long: { lines: "value", bytes: "value", quiet: "flag", silent: "flag", verbose: "flag" } },
+    options: { flags: "qvz", valued: "nc", numeric: true, long: { lines: "value", bytes: "value", quiet: "flag", silent: "flag", verbose: "flag" }, never: ["-f", "-F", "--follow", "--retry", "--pid", "-s", "--sleep-interval"] },
     check: (a, ctx) => numericValues(a, COUNTS) ?? readsOperands(a.operands, ctx),
   },
   grep: {
@@ -56,6 +56,7 @@ export const FILE_COMMANDS: Record<string, CommandSpec> = {
         "month-sort": "flag", "human-numeric-sort": "flag", "numeric-sort": "flag", "random-sort": "flag", reverse: "flag", "version-sort": "flag",
         stable: "flag", unique: "flag", check: "optional", "zero-terminated": "flag", key: "value", "field-separator": "value", "buffer-size": "value", sort: "value",
       },
+      never: ["-o", "--output", "-T", "--temporary-directory", "--compress-program", "--files0-from"],
     },
     check: (a, ctx) => readsOperands(a.operands, ctx),
   },
@@ -70,7 +71,7 @@ export const FILE_COMMANDS: Record<string, CommandSpec> = {
   },
   awk: {
     // No -f (program from a file), -i/-l (includes, extensions), -e, --sandbox-less gawk options.
-    options: { valued: "Fv", stopAtOperand: true },
+    options: { valued: "Fv", stopAtOperand: true, never: ["-f", "--file", "-i", "--include", "-l", "--load", "-e", "--source", "-E", "--exec", "-o", "--pretty-print", "-p", "--profile", "-d", "--dump-variables", "-D", "--debug", "-S", "--sandbox"] },
     check: (a, ctx) => {
       if (a.operands.length === 0) return "awk needs a program";
       const problem = awkProblem(a.operands[0]);
@@ -105,6 +106,7 @@ export const FILE_COMMANDS: Record<string, CommandSpec> = {
         dereference: "flag", "count-links": "flag", "no-dereference": "flag", "separate-dirs": "flag", si: "flag", summarize: "flag", "one-file-system": "flag",
         "max-depth": "value", "block-size": "value", threshold: "value", exclude: "value", time: "optional", "time-style": "value",
       },
+      never: ["--files0-from", "-X", "--exclude-from"],
     },
     check: (a, ctx) => listsOperands(a.operands, ctx),
   },

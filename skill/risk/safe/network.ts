@@ -33,6 +33,7 @@ export const NETWORK_COMMANDS: Record<string, CommandSpec> = {
       flags: "tulnpaxws46emioHrOM0dSb",
       valued: "fA",
       long: { tcp: "flag", udp: "flag", raw: "flag", unix: "flag", listening: "flag", numeric: "flag", processes: "flag", all: "flag", summary: "flag", extended: "flag", memory: "flag", info: "flag", options: "flag", "no-header": "flag", resolve: "flag", ipv4: "flag", ipv6: "flag", oneline: "flag", family: "value", query: "value", socket: "value" },
+      never: ["-K", "--kill", "-F", "--filter", "-D", "--diag", "-N", "--net", "-E", "--events"],
     },
     check: (a) => {
       const bad = a.operands.find((o) => !/^[A-Za-z0-9_:.,=!<>()\[\]\/%*-]{1,128}$/.test(o));

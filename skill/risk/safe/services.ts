@@ -10,7 +10,12 @@ const UNIT = /^[A-Za-z0-9_@:.*\\-]{1,256}$/;
 export const SERVICE_COMMANDS: Record<string, CommandSpec> = {
   systemctl: {
     // No -H/-M (another host or container), --user (another manager), --runtime/--now (changes).
-    options: { flags: "alqr", valued: "tn", long: { "no-pager": "flag", full: "flag", all: "flag", failed: "flag", plain: "flag", "no-legend": "flag", quiet: "flag", recursive: "flag", reverse: "flag", type: "value", state: "value", lines: "value", output: "value" } },
+    options: {
+      flags: "alqr",
+      valued: "tn",
+      long: { "no-pager": "flag", full: "flag", all: "flag", failed: "flag", plain: "flag", "no-legend": "flag", quiet: "flag", recursive: "flag", reverse: "flag", type: "value", state: "value", lines: "value", output: "value" },
+      never: ["-H", "--host", "-M", "--machine", "--user", "--global", "--runtime", "--now", "--root", "--image", "-f", "--force", "-i", "--ignore-inhibitors", "--no-block"],
+    },
     check: (a) => {
       const [verb, ...units] = a.operands;
       if (verb === undefined) return "systemctl needs a read-only verb (status, is-active, list-units, …)";
@@ -31,6 +36,10 @@ export const SERVICE_COMMANDS: Record<string, CommandSpec> = {
         since: "value", until: "value", unit: "value", identifier: "value", priority: "value", grep: "value", "case-sensitive": "optional",
         output: "value", "output-fields": "value", lines: "optional", boot: "optional", field: "value", cursor: "value", "after-cursor": "value",
       },
+      never: [
+        "-f", "--follow", "-D", "--directory", "--file", "-i", "--root", "--image", "-M", "--machine", "-m", "--vacuum-size", "--vacuum-time", "--vacuum-files", "--rotate", "--flush",
+        "--sync", "--setup-keys", "--relinquish-var", "--smart-relinquish-var", "--update-catalog", "--verify-key", "--cursor-file",
+      ],
     },
     check: (a) => {
       const bad = numericValues(a, ["-n", "--lines"]);

@@ -19,12 +19,12 @@ export const SYSTEM_COMMANDS: Record<string, CommandSpec> = {
     check: noOperands,
   },
   // An operand would set the host name; -F/-b would too.
-  hostname: { options: { flags: "sfdAiIa", long: { short: "flag", fqdn: "flag", long: "flag", domain: "flag", "ip-address": "flag", "all-ip-addresses": "flag", "all-fqdns": "flag", alias: "flag" } }, check: noOperands },
+  hostname: { options: { flags: "sfdAiIa", long: { short: "flag", fqdn: "flag", long: "flag", domain: "flag", "ip-address": "flag", "all-ip-addresses": "flag", "all-fqdns": "flag", alias: "flag" }, never: ["-F", "--file", "-b", "--boot"] }, check: noOperands },
   id: { options: { flags: "ugGnrz", long: { user: "flag", group: "flag", groups: "flag", name: "flag", real: "flag", zero: "flag" } }, check: (a) => operandsMatch(a, USER, "a user name") },
   whoami: { options: {}, check: noOperands },
   // Only +FORMAT operands (any other operand sets the clock); no -s/--set, -f/--file.
   date: {
-    options: { flags: "uRI", valued: "d", long: { utc: "flag", universal: "flag", "rfc-email": "flag", "iso-8601": "optional", "rfc-3339": "value", date: "value" } },
+    options: { flags: "uRI", valued: "d", long: { utc: "flag", universal: "flag", "rfc-email": "flag", "iso-8601": "optional", "rfc-3339": "value", date: "value" }, never: ["-s", "--set", "-f", "--file"] },
     check: (a) => operandsMatch(a, /^\+/, "a +FORMAT", 1),
   },
   nproc: { options: { long: { all: "flag", ignore: "value" } }, check: (a) => numericValues(a, ["--ignore"]) ?? noOperands(a) },
@@ -35,7 +35,7 @@ export const SYSTEM_COMMANDS: Record<string, CommandSpec> = {
   },
   findmnt: {
     // No -F/--tab-file (reads a file), no --poll (waits), no -w.
-    options: { flags: "AbDfklnrRsuJ", valued: "tOoS", long: { all: "flag", bytes: "flag", df: "flag", first: "flag", fstab: "flag", kernel: "flag", list: "flag", noheadings: "flag", raw: "flag", real: "flag", pseudo: "flag", submounts: "flag", json: "flag", types: "value", options: "value", output: "value", source: "value", target: "value", mountpoint: "value" } },
+    options: { flags: "AbDfklnrRsuJ", valued: "tOoS", long: { all: "flag", bytes: "flag", df: "flag", first: "flag", fstab: "flag", kernel: "flag", list: "flag", noheadings: "flag", raw: "flag", real: "flag", pseudo: "flag", submounts: "flag", json: "flag", types: "value", options: "value", output: "value", source: "value", target: "value", mountpoint: "value" }, never: ["-F", "--tab-file", "-p", "--poll", "-w", "--timeout"] },
     check: (a, ctx) => listsOperands(a.operands, ctx),
   },
   vmstat: {
@@ -68,7 +68,12 @@ export const SYSTEM_COMMANDS: Record<string, CommandSpec> = {
   },
   dmesg: {
     // No -c/-C (clear), -D/-E/-n (console), -F (file), -w/-W (follow), -S.
-    options: { flags: "TkuxtrdeP", valued: "lf", long: { ctime: "flag", kernel: "flag", userspace: "flag", decode: "flag", notime: "flag", reltime: "flag", "show-delta": "flag", raw: "flag", nopager: "flag", level: "value", facility: "value", "time-format": "value", since: "value", until: "value", color: "optional", json: "flag" } },
+    options: {
+      flags: "TkuxtrdeP",
+      valued: "lf",
+      long: { ctime: "flag", kernel: "flag", userspace: "flag", decode: "flag", notime: "flag", reltime: "flag", "show-delta": "flag", raw: "flag", nopager: "flag", level: "value", facility: "value", "time-format": "value", since: "value", until: "value", color: "optional", json: "flag" },
+      never: ["-c", "--read-clear", "-C", "--clear", "-D", "--console-off", "-E", "--console-on", "-n", "--console-level", "-F", "--file", "-w", "--follow", "-W", "--follow-new", "-S", "--syslog"],
+    },
     check: noOperands,
   },
 };
