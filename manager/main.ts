@@ -266,8 +266,11 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
         headersTimeoutMs: parseDuration(config.server.header_timeout ?? "10s"),
         requestTimeoutMs: parseDuration(config.server.request_timeout ?? "60s"),
         maxConcurrentStreams: config.server.max_concurrent_streams ?? 1000,
+        maxIncompleteStreams: config.server.max_incomplete_streams ?? 100,
         maxConnectionsPerAddress: config.server.max_connections_per_address ?? 4096,
       },
+      // Once per connection the front door closes for a limit (never per stream: a flood would flood the log).
+      onLimit: (what, peer) => log.warn({ peer, limit: what }, "closed a connection over a front-door limit"),
     });
   } catch (err) {
     await core.database.close();

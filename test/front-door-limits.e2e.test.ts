@@ -2,10 +2,14 @@
  * Unauthenticated peers are bounded (issue 26 F, spec B1): partial HTTP/1.1 headers are not held,
  * HTTP/2 connections advertise a stream limit, one address cannot open connections without end,
  * a flood of anonymous refusals is counted rather than written row by row, and an edge's tunnel
- * keeps its heartbeats and answers through a flood of held streams.
+ * keeps its heartbeats and answers through a flood of held streams; a connection holding more
+ * incomplete streams than server.max_incomplete_streams is closed with ENHANCE_YOUR_CALM, and the
+ * edge's tunnel (a stream that never half-closes, but is answered) is not.
  */
 import net from "node:net";
 import http2 from "node:http2";
+import { Writable } from "node:stream";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -17,9 +21,16 @@ import { bearer } from "./support/auth.ts";
 let m: TestManager;
 let edge: TestEdge;
 const port = () => Number(new URL(m.url).port);
+/** SETTINGS_MAX_CONCURRENT_STREAMS; of those, at most MAX_INCOMPLETE may be requests that never complete. */
+const MAX_STREAMS = 50;
+const MAX_INCOMPLETE = 20;
+/** What the manager logs at warn and above. */
+let logText = "";
 
 beforeAll(async () => {
-  m = await bootManager({ "server.header_timeout": "500ms", "server.max_concurrent_streams": 50, "server.max_connections_per_address": 40, "tunnel.heartbeat_interval": "500ms" });
+  m = await bootManager({ "server.header_timeout": "500ms", "server.max_concurrent_streams": MAX_STREAMS, "server.max_incomplete_streams": MAX_INCOMPLETE, "server.max_connections_per_address": 40, "tunnel.heartbeat_interval": "500ms" }, {}, undefined, {
+    log: pino({ level: "warn" }, new Writable({ write: (c, _e, done) => ((logText += String(c)), done()) })),
+  });
   edge = await startEdge(m, "door-edge");
 }, 120_000);
 afterAll(async () => {
@@ -29,6 +40,22 @@ afterAll(async () => {
 
 function closed(socket: net.Socket): Promise<void> {
   return new Promise((resolve) => (socket.destroyed ? resolve() : socket.once("close", () => resolve())));
+}
+
+/** Opens `n` streams on a session that send their headers and never end their request. */
+function holdStreams(session: http2.ClientHttp2Session, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const st = session.request({ ":method": "POST", ":path": "/ongrid.v1.SkillService/ExecuteSkill", "content-type": "application/grpc" }, { endStream: false });
+    st.on("error", () => undefined);
+  }
+}
+
+/** Runs a host skill on the edge through the manager, with a fresh admin token. */
+async function callEdge(): Promise<boolean | undefined> {
+  const token = (await m.identity.createToken("admin", { description: "door" })).token;
+  const skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
+  const r = await skills.executeSkill({ key: "host_load", edgeId: "door-edge", input: { case: "params", value: {} as never } });
+  return r.result?.success;
 }
 
 describe("the front door", () => {
@@ -50,7 +77,7 @@ describe("the front door", () => {
       session.once("error", reject);
     });
     session.close();
-    expect(settings.maxConcurrentStreams).toBe(50);
+    expect(settings.maxConcurrentStreams).toBe(MAX_STREAMS);
   });
 
   it("closes connections from one address beyond the cap, and serves it again once they close", async () => {
@@ -80,22 +107,44 @@ describe("the front door", () => {
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.length).toBeLessThanOrEqual(25);
 
-    // Three HTTP/2 connections, each holding as many streams as it may open, none sending a request body.
+    // Three HTTP/2 connections, each holding as many incomplete streams as it may (MAX_INCOMPLETE,
+    // fewer than the MAX_STREAMS it may open: more would close it, see the next test), none
+    // sending a request body. Held within the bounds, they must not starve the edge.
     const sessions = [0, 1, 2].map(() => http2.connect(m.url));
+    let goaways = 0;
     for (const s of sessions) {
       s.on("error", () => undefined);
-      for (let i = 0; i < 50; i++) {
-        const st = s.request({ ":method": "POST", ":path": "/ongrid.v1.SkillService/ExecuteSkill", "content-type": "application/grpc" }, { endStream: false });
-        st.on("error", () => undefined);
-      }
+      s.on("goaway", () => goaways++);
+      holdStreams(s, MAX_INCOMPLETE);
     }
     await new Promise((r) => setTimeout(r, 2000)); // four heartbeat intervals
+    expect(goaways, "a connection holding no more incomplete streams than allowed was closed").toBe(0);
     expect(m.hub.session("door-edge"), "the edge lost its tunnel during the flood").toBeTruthy();
-    const token = (await m.identity.createToken("admin", { description: "door" })).token;
-    const skills = createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(token)] }));
-    const r = await skills.executeSkill({ key: "host_load", edgeId: "door-edge", input: { case: "params", value: {} as never } });
-    expect(r.result?.success).toBe(true);
+    expect(await callEdge()).toBe(true);
     for (const s of sessions) s.destroy();
     expect(await waitFor(() => Boolean(m.hub.session("door-edge")), 5000)).toBe(true);
+  });
+
+  it("closes connections holding more incomplete streams than allowed with ENHANCE_YOUR_CALM, and keeps the edge's tunnel", async () => {
+    // Three HTTP/2 connections, each opening as many streams as SETTINGS allow, none ending its request.
+    const sessions = [0, 1, 2].map(() => http2.connect(m.url));
+    const outcomes = sessions.map((s) => {
+      s.on("error", () => undefined);
+      const goaway = new Promise<number>((resolve) => s.once("goaway", (code: number) => resolve(code)));
+      const closed = new Promise<void>((resolve) => s.once("close", () => resolve()));
+      return Promise.all([goaway, closed]).then(([code]) => code);
+    });
+    const logged = logText.length;
+    for (const s of sessions) holdStreams(s, MAX_STREAMS);
+    const codes = await Promise.race([Promise.all(outcomes), new Promise<undefined>((r) => setTimeout(() => r(undefined), 15_000))]);
+    for (const s of sessions) s.destroy();
+    expect(codes, "the flooding connections were not all closed within 15 s").toEqual([0, 1, 2].map(() => http2.constants.NGHTTP2_ENHANCE_YOUR_CALM));
+    // One warning per closed connection, none per stream.
+    const warnings = logText.slice(logged).split("\n").filter((l) => l.includes("closed a connection over a front-door limit"));
+    expect(warnings).toHaveLength(3);
+    expect(warnings[0]).toContain("server.max_incomplete_streams");
+    // The edge's tunnel, one stream that never half-closes on a connection of its own, is answered and does not count.
+    expect(m.hub.session("door-edge"), "the edge lost its tunnel").toBeTruthy();
+    expect(await callEdge()).toBe(true);
   });
 });

@@ -7,7 +7,7 @@ import { configReference, loadConfig } from "./load.ts";
 describe("loadConfig", () => {
   it("uses documented defaults with no file and no environment", () => {
     const c = loadConfig({ env: {} });
-    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", require_tls: false, max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m", token_cache: "1s", header_timeout: "10s", request_timeout: "60s", max_concurrent_streams: 1000, max_connections_per_address: 4096 });
+    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", require_tls: false, max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m", token_cache: "1s", header_timeout: "10s", request_timeout: "60s", max_concurrent_streams: 1000, max_incomplete_streams: 100, max_connections_per_address: 4096 });
     expect(c.data_dir).toBe("./data");
     expect(c.database_url).toBe("");
     expect(c.skills.web_search.url).toBe("http://127.0.0.1:8888/search");
@@ -38,6 +38,8 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ONGRID_HEADER_TIMEOUT: "50ms" } })).toThrow(/server\.header_timeout: must be at least 100ms \(rule: minimum\)/);
     expect(() => loadConfig({ env: { ONGRID_HEADER_TIMEOUT: "2m" } })).toThrow(/server\.header_timeout: must not exceed server\.request_timeout/);
     expect(() => loadConfig({ env: { ONGRID_MAX_CONCURRENT_STREAMS: "0" } })).toThrow(/server\.max_concurrent_streams/);
+    expect(() => loadConfig({ env: { ONGRID_MAX_INCOMPLETE_STREAMS: "0" } })).toThrow(/server\.max_incomplete_streams/);
+    expect(loadConfig({ env: { ONGRID_MAX_INCOMPLETE_STREAMS: "7" } }).server.max_incomplete_streams).toBe(7);
     expect(() => loadConfig({ env: { ONGRID_TUNNEL_HELLO_TIMEOUT: "50ms" } })).toThrow(/tunnel\.hello_timeout: must be at least 100ms \(rule: minimum\) \(set by ONGRID_TUNNEL_HELLO_TIMEOUT\)/);
     expect(() => loadConfig({ env: { ONGRID_TUNNEL_HELLO_TIMEOUT: "600h" } })).toThrow(/tunnel\.hello_timeout: must be at most 1h \(rule: maximum\)/);
     expect(() => loadConfig({ env: { ONGRID_TOKEN_CACHE: "soon" } })).toThrow(/server\.token_cache/);

@@ -222,3 +222,136 @@ describe("front door with TLS", () => {
     expect(String(err)).toMatch(/INADEQUATE_SECURITY|GOAWAY|code 12/i);
   });
 });
+
+describe("incomplete HTTP/2 streams", () => {
+  // headersTimeoutMs must not exceed requestTimeoutMs (node refuses it for HTTP/1.1).
+  const limits = { maxIncompleteStreams: 10, requestTimeoutMs: 300, headersTimeoutMs: 300 };
+  const limited: Array<{ what: string; peer: string }> = [];
+  /** Resolved by /slow once it has read a whole request, which it then never answers. */
+  let slowRead: () => void = () => {};
+  /** Answers a request once its body has arrived. */
+  const echoOnEnd = (req: http2.Http2ServerRequest | import("node:http").IncomingMessage, res: http2.Http2ServerResponse | import("node:http").ServerResponse) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("ok");
+    });
+  };
+  const streams = {
+    // Answered at once and held open without the client ever ending: the edge tunnel's shape.
+    "/answered": (stream: http2.ServerHttp2Stream) => {
+      stream.respond({ ":status": 200 });
+    },
+    // Reads the whole request and never answers (a long call).
+    "/slow": (stream: http2.ServerHttp2Stream) => {
+      stream.resume();
+      stream.on("end", () => slowRead());
+    },
+  };
+  let c: Listener;
+  let pki: TestPki;
+  let t: Listener;
+  beforeAll(async () => {
+    const onLimit = (what: string, peer: string) => limited.push({ what, peer });
+    c = await listen(echoOnEnd as never, { host: "127.0.0.1", port: 0, streams, limits, onLimit });
+    pki = makeTestPki();
+    t = await listen(echoOnEnd as never, { host: "127.0.0.1", port: 0, tlsCert: pki.serverCert, tlsKey: pki.serverKey, streams, limits, onLimit });
+  });
+  afterAll(async () => {
+    await c?.close();
+    await t?.close();
+    if (pki) rmSync(pki.dir, { recursive: true, force: true });
+  });
+
+  function connect(url: string): http2.ClientHttp2Session {
+    const session = http2.connect(url, url.startsWith("https:") ? { ca: pki.caPem } : {});
+    session.on("error", () => undefined);
+    return session;
+  }
+
+  /** Opens a stream that sends its headers and never ends the request. */
+  function hold(session: http2.ClientHttp2Session, path = "/upload"): http2.ClientHttp2Stream {
+    const st = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc" }, { endStream: false });
+    st.on("error", () => undefined);
+    return st;
+  }
+
+  /** Sends one complete POST and resolves with its status. */
+  function post(session: http2.ClientHttp2Session, path = "/upload"): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const st = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc" });
+      let status = 0;
+      st.on("response", (h) => (status = Number(h[":status"])));
+      st.resume();
+      st.on("end", () => resolve(status));
+      st.on("error", reject);
+      st.end("x".repeat(200));
+    });
+  }
+
+  /** Resolves with an event's arguments, or rejects after a generous bound. */
+  function next<T extends unknown[]>(emitter: NodeJS.EventEmitter, event: string, boundMs = 10_000): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${event} within ${boundMs} ms`)), boundMs);
+      emitter.once(event, (...args: unknown[]) => {
+        clearTimeout(timer);
+        resolve(args as T);
+      });
+    });
+  }
+
+  for (const kind of ["cleartext", "TLS"] as const) {
+    it(`closes a ${kind} session holding more than the cap with GOAWAY ENHANCE_YOUR_CALM, and only that session`, async () => {
+      const url = kind === "TLS" ? t.url : c.url;
+      const good = connect(url);
+      expect(await post(good)).toBe(200);
+      const before = limited.length;
+      const bad = connect(url);
+      const goaway = next<[number]>(bad, "goaway");
+      const closed = next(bad, "close");
+      for (let i = 0; i < 11; i++) hold(bad);
+      const [code] = await goaway;
+      expect(code).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      await closed;
+      expect(limited.slice(before)).toEqual([{ what: expect.stringContaining("server.max_incomplete_streams"), peer: "127.0.0.1" }]);
+      // The other session on the same listener was not touched.
+      expect(good.closed || good.destroyed).toBe(false);
+      expect(await post(good)).toBe(200);
+      good.close();
+    });
+  }
+
+  it("does not cut off a session sending 50 complete requests at once", async () => {
+    const session = connect(c.url);
+    let goaway = false;
+    session.on("goaway", () => (goaway = true));
+    const statuses = await Promise.all(Array.from({ length: 50 }, () => post(session)));
+    expect(statuses).toEqual(Array(50).fill(200));
+    expect(goaway).toBe(false);
+    expect(session.destroyed).toBe(false);
+    session.close();
+  });
+
+  it("resets an incomplete stream with CANCEL after the request timeout, but not an answered one or one whose request completed", async () => {
+    const session = connect(c.url);
+    // The answered and the completed stream reach the server first, so their timers would fire first.
+    const answered = hold(session, "/answered");
+    await next(answered, "response");
+    const slow = session.request({ ":method": "POST", ":path": "/slow" });
+    slow.on("error", () => undefined);
+    await new Promise<void>((resolve) => {
+      slowRead = resolve;
+      slow.end("done");
+    });
+    const incomplete = hold(session);
+    await next(incomplete, "close");
+    expect(incomplete.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    expect(answered.closed || answered.destroyed).toBe(false);
+    expect(slow.closed || slow.destroyed).toBe(false);
+    expect(session.destroyed).toBe(false);
+    // node 20's client spins (and runs out of memory) when a session is destroyed in the same
+    // turn as one of its streams closed on a server reset while another stream is open; a turn later it does not.
+    await new Promise((r) => setImmediate(r));
+    session.destroy();
+  });
+});

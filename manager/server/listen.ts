@@ -31,21 +31,31 @@ export interface ListenOptions {
   streams?: Record<string, StreamHandler>;
   /** Bounds on what an unauthenticated peer can hold (B1); each has a default. */
   limits?: Partial<ListenLimits>;
+  /**
+   * Told once for each connection closed because it exceeded a limit: what it exceeded and the
+   * peer's address. listen() has no logger of its own; the manager logs these.
+   */
+  onLimit?(what: string, peer: string): void;
 }
 
-/** What one peer may hold before it has proven anything (server.header_timeout, server.max_concurrent_streams, server.max_connections_per_address). */
+/** What one peer may hold before it has proven anything (server.header_timeout, server.max_concurrent_streams, server.max_incomplete_streams, server.max_connections_per_address). */
 export interface ListenLimits {
-  /** An HTTP/1.1 request's headers must arrive within this; its whole body within requestTimeoutMs. */
+  /**
+   * An HTTP/1.1 request's headers must arrive within this; its whole body within requestTimeoutMs,
+   * which also bounds an HTTP/2 stream's request (the stream is reset with CANCEL).
+   */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS of every HTTP/2 connection. */
   maxConcurrentStreams: number;
+  /** Incomplete HTTP/2 requests one connection may hold; one more and it is closed with ENHANCE_YOUR_CALM. */
+  maxIncompleteStreams: number;
   /** Open connections from one address; more are closed at once (0: no cap). */
   maxConnectionsPerAddress: number;
 }
 
 /** The limits when none are configured. */
-export const DEFAULT_LISTEN_LIMITS: ListenLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, maxConcurrentStreams: 1000, maxConnectionsPerAddress: 4096 };
+export const DEFAULT_LISTEN_LIMITS: ListenLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, maxConcurrentStreams: 1000, maxIncompleteStreams: 100, maxConnectionsPerAddress: 4096 };
 
 /**
  * Puts raw stream handlers in front of node's compatibility layer: a stream whose path has a
@@ -60,6 +70,92 @@ function routeStreams(server: http2.Http2Server | http2.Http2SecureServer, strea
     const raw = byPath.get(String(headers[":path"] ?? ""));
     if (raw && raw(stream, headers) !== false) return;
     for (const l of compat) l.call(server, stream, headers, ...rest);
+  });
+}
+
+/**
+ * Whether a stream's request is still incomplete: the peer has not ended its side (END_STREAM,
+ * as nghttp2 saw it, not the readable side's "end", which waits for the body to be consumed) and
+ * nothing has answered it. An answered stream no longer counts: the edge tunnel is a bidi stream
+ * that never half-closes, answered with response headers once its token is verified.
+ */
+function incomplete(stream: http2.ServerHttp2Stream): boolean {
+  if (stream.closed || stream.destroyed || stream.headersSent || stream.endAfterHeaders) return false;
+  return !stream.state.remoteClose;
+}
+
+/** Counts a session's incomplete streams up to `enough`, dropping the others for good: a stream never becomes incomplete again. */
+function countIncomplete(candidates: Set<http2.ServerHttp2Stream>, enough: number): number {
+  let n = 0;
+  for (const stream of candidates) {
+    if (!incomplete(stream)) candidates.delete(stream);
+    else if (++n >= enough) break;
+  }
+  return n;
+}
+
+/**
+ * Ends a session that went over a limit: GOAWAY with ENHANCE_YOUR_CALM, then destroy() without an
+ * error (given one, every open stream would emit "error", and a stream handler without a listener
+ * would take the process down); its streams close, its GOAWAY stays the one the peer sees.
+ */
+function calmDown(session: http2.Http2Session, what: string, onLimit: ListenOptions["onLimit"]): void {
+  const peer = session.socket?.remoteAddress ?? "";
+  session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+  session.destroy();
+  onLimit?.(what, peer);
+}
+
+/**
+ * Tracks one session's streams that may be incomplete requests; returns what takes each new one.
+ * Each gets one unref'd timer that resets it with CANCEL if its request is still incomplete after
+ * requestTimeoutMs. The session is ended once it holds more than maxIncompleteStreams of them.
+ * The count is taken when the input that opened the stream has been read (setImmediate), not at
+ * the stream itself: a client sending many requests at once writes all their HEADERS frames
+ * before their DATA, so counting at each HEADERS would take a burst of complete requests for
+ * incomplete ones.
+ */
+function incompleteStreamTracker(session: http2.Http2Session, limits: ListenLimits, onLimit: ListenOptions["onLimit"]): (stream: http2.ServerHttp2Stream) => void {
+  const candidates = new Set<http2.ServerHttp2Stream>();
+  const cap = limits.maxIncompleteStreams;
+  let checkQueued = false;
+  const check = () => {
+    checkQueued = false;
+    if (session.destroyed || countIncomplete(candidates, cap + 1) <= cap) return;
+    calmDown(session, `more than ${cap} incomplete HTTP/2 streams (server.max_incomplete_streams)`, onLimit);
+  };
+  return (stream) => {
+    candidates.add(stream);
+    const timer = setTimeout(() => {
+      if (incomplete(stream)) stream.close(http2.constants.NGHTTP2_CANCEL);
+    }, limits.requestTimeoutMs).unref();
+    stream.once("close", () => {
+      clearTimeout(timer);
+      candidates.delete(stream);
+    });
+    // Up to `cap` candidates cannot be too many, whatever their state: nothing to count.
+    if (candidates.size > cap && !checkQueued) {
+      checkQueued = true;
+      setImmediate(check);
+    }
+  };
+}
+
+/**
+ * Bounds, per HTTP/2 session, the streams whose request never completes (issue 26 F): without
+ * it a peer could hold max_concurrent_streams of them on every connection until the session
+ * idles out. A stream whose headers end the request costs nothing here. Installed after
+ * routeStreams, which replaces the server's "stream" listeners; it runs before them.
+ */
+function boundIncompleteStreams(server: http2.Http2Server | http2.Http2SecureServer, limits: ListenLimits, onLimit: ListenOptions["onLimit"]): void {
+  const trackers = new WeakMap<http2.Http2Session, (stream: http2.ServerHttp2Stream) => void>();
+  server.prependListener("stream", (stream: http2.ServerHttp2Stream) => {
+    if (stream.endAfterHeaders) return;
+    const session = stream.session;
+    if (!session) return;
+    let track = trackers.get(session);
+    if (!track) trackers.set(session, (track = incompleteStreamTracker(session, limits, onLimit)));
+    track(stream);
   });
 }
 
@@ -189,6 +285,7 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
     }
     secure.setTimeout(IDLE_MS);
     routeStreams(secure, opts.streams ?? {});
+    boundIncompleteStreams(secure, limits, opts.onLimit);
     secure.on("session", track);
     // Every connection's first byte says whether it speaks TLS; one that does not is refused with
     // a message its client can show, instead of a failed handshake.
@@ -203,6 +300,7 @@ export async function listen(handler: DualHandler, opts: ListenOptions): Promise
     h2.on("session", track);
     h2.setTimeout(IDLE_MS);
     routeStreams(h2, opts.streams ?? {});
+    boundIncompleteStreams(h2, limits, opts.onLimit);
     // Partial headers and slow bodies are not held forever (checked every second).
     const h1 = http.createServer({ headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: 1000 }, handler as never);
     h1.keepAliveTimeout = 65_000;
