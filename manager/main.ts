@@ -12,40 +12,40 @@ import type { AuditLog } from "./audit/types.ts";
 import type { ManagerConfig } from "./config/schema.ts";
 import { configureShellPolicy } from "../skill/risk/index.ts";
 import { ExecAllowError } from "../skill/risk/allow.ts";
-import { textGuard } from "./server/text-guard.ts";
-import { createManagerRegistry } from "./builtin/index.ts";
-import { createDispatcher, type Dispatcher } from "./dispatch/dispatch.ts";
+import { textGuard } from "./rpc/text-guard.ts";
+import { createManagerRegistry } from "./skills/builtin/index.ts";
+import { createDispatcher, type Dispatcher } from "./calls/execute.ts";
 import { hostname } from "node:os";
 import { parseDuration } from "../skill/duration.ts";
-import { createEdgeStore, type EdgeStore } from "./edges/store.ts";
-import { createHub, TUNNEL_PATH, type Hub } from "./tunnel/hub.ts";
-import { listen } from "./server/listen.ts";
-import { rpcAdapter } from "./server/rpc-adapter.ts";
-import { routes } from "./server/routes.ts";
-import { createConsole } from "./server/console.ts";
-import { createMetricsRoute } from "./server/metrics.ts";
+import { createEdgeStore, type EdgeStore } from "./fleet/edge-store.ts";
+import { createHub, TUNNEL_PATH, type Hub } from "./fleet/hub.ts";
+import { listen } from "./rpc/listen.ts";
+import { rpcAdapter } from "./rpc/adapter.ts";
+import { routes } from "./rpc/routes.ts";
+import { createConsole } from "./http/console.ts";
+import { createMetricsRoute } from "./http/metrics.ts";
 import { createManagerMetrics } from "./observability/metrics.ts";
-import { createHookRoutes } from "./server/hooks.ts";
-import type { HttpRoute } from "./server/http-route.ts";
-import { createBaseTools } from "./tools/index.ts";
-import { toConnectError } from "./server/errors.ts";
-import { auditUndecodable, auditUndecoded, markDecoded, requestContextValues, streamContextValues } from "./server/undecoded-audit.ts";
-import { grpcUnaryHandlers } from "./server/grpc-unary.ts";
+import { createHookRoutes } from "./http/hooks.ts";
+import type { HttpRoute } from "./http/route.ts";
+import { createBaseTools } from "./skills/index.ts";
+import { toConnectError } from "./rpc/errors.ts";
+import { auditUndecodable, auditUndecoded, markDecoded, requestContextValues, streamContextValues } from "./rpc/undecoded-audit.ts";
+import { grpcUnaryHandlers } from "./rpc/grpc-unary.ts";
 import { createIdentityStore, type IdentityStore } from "./identity/store.ts";
-import { createApprovalStore, type ApprovalStore } from "./approvals/store.ts";
-import { createApprovalWorkflow, type ApprovalWorkflow } from "./approvals/workflow.ts";
-import { createCredentialStore, type CredentialStore } from "./credentials/store.ts";
-import { loadCredentialKey } from "./credentials/crypto.ts";
-import { authInterceptor } from "./server/auth.ts";
+import { createApprovalStore, type ApprovalStore } from "./calls/approvals/store.ts";
+import { createApprovalWorkflow, type ApprovalWorkflow } from "./calls/approvals/workflow.ts";
+import { createCredentialStore, type CredentialStore } from "./calls/credentials/store.ts";
+import { loadCredentialKey } from "./calls/credentials/crypto.ts";
+import { authInterceptor } from "./rpc/auth.ts";
 import { createPlaybookRegistry, type PlaybookRegistry } from "./playbooks/registry.ts";
 import { createToolCatalog } from "./playbooks/catalog.ts";
-import { createReadSkill } from "./builtin/read-skill.ts";
+import { createReadSkill } from "./skills/builtin/read-skill.ts";
 import { createModelClient } from "./agent/llm.ts";
-import { createRouter, type Router } from "./agent/router.ts";
-import { createDirectoryRecall } from "./agent/recall.ts";
-import { createRouteStore } from "./agent/route-store.ts";
-import { createAgent, type Agent } from "./agent/diagnose.ts";
-import { createSessionStore } from "./agent/session-store.ts";
+import { createRouter, type Router } from "./agent/router/router.ts";
+import { createDirectoryRecall } from "./agent/router/recall.ts";
+import { createRouteStore } from "./agent/router/route-store.ts";
+import { createAgent, type Agent } from "./agent/session/diagnose.ts";
+import { createSessionStore } from "./agent/session/store.ts";
 
 /** The manager's version, reported to edges and in logs. */
 export const MANAGER_VERSION = "0.1.0";
@@ -246,7 +246,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   });
   const handler = auditUndecoded(rpc, core.audit, log);
   // Unary gRPC calls in their common form skip connect's generic pipeline (same interceptors,
-  // same services; see server/grpc-unary.ts); the rest goes through `handler`.
+  // same services; see rpc/grpc-unary.ts); the rest goes through `handler`.
   const unary = grpcUnaryHandlers(rpc.specs, {
     interceptors,
     readMaxBytes: config.server.max_request_bytes,

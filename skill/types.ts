@@ -89,7 +89,7 @@ export interface SkillContext {
   /**
    * On the manager: who made this call and in which session, for manager skills that make calls of
    * their own (fleet tools fanning out to edges) under the same caller, gate and audit. Opaque to
-   * the framework; the manager's dispatcher sets it (manager/tools/invocation.ts reads it).
+   * the framework; the manager's dispatcher sets it (manager/skills/invocation.ts reads it).
    */
   invocation?: Readonly<Record<string, unknown>>;
 }

@@ -15,7 +15,7 @@ import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { IdentityService } from "../proto/gen/ongrid/v1/identity_service_pb.ts";
 import { PermissionMode, SkillClass } from "../proto/gen/ongrid/v1/skill_pb.ts";
-import { signSop } from "../manager/sop/sop.ts";
+import { signSop } from "../manager/calls/sop.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";

@@ -15,7 +15,7 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { RPC_RULES } from "../manager/identity/rules.ts";
 import { ROLES, roleAtLeast, type Role } from "../manager/identity/store.ts";
-import { TUNNEL_PATH } from "../manager/tunnel/hub.ts";
+import { TUNNEL_PATH } from "../manager/fleet/hub.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { makeUser } from "./support/auth.ts";
 import { processFaults } from "./support/process-faults.ts";

@@ -11,11 +11,11 @@ import { describeBothBackends } from "./support/pg.ts";
 import { auditRecord } from "../manager/audit/types.ts";
 import { createAuditLog } from "../manager/audit/log.ts";
 import { edges } from "../manager/db/schema/index.ts";
-import type { Caller } from "../manager/dispatch/dispatch.ts";
+import type { Caller } from "../manager/calls/execute.ts";
 import type { Database } from "../manager/db/client.ts";
 import { createIncidentStore } from "../manager/incidents/store.ts";
 import { collectChanges } from "../manager/incidents/changes.ts";
-import { fakeDeps } from "../manager/tools/fleet/fleet.testkit.ts";
+import { fakeDeps } from "../manager/skills/base/fleet/fleet.testkit.ts";
 
 let m: TestManager;
 let poster: string;

@@ -15,7 +15,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
-import { signSop } from "../manager/sop/sop.ts";
+import { signSop } from "../manager/calls/sop.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, type TestEdge } from "./support/edge.ts";
 import { describeInBrowser, launchBrowser, openConsole, screenshot } from "./support/browser.ts";

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCredentialStore } from "../manager/credentials/store.ts";
+import { createCredentialStore } from "../manager/calls/credentials/store.ts";
 import { openDatabase } from "../manager/db/client.ts";
 import { runOngrid } from "./support/cli.ts";
 

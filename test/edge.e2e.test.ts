@@ -207,7 +207,7 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
     const fromHub: string[] = [];
     const intervals = vi.spyOn(globalThis, "setInterval").mockImplementation(((fn: () => void, ms?: number) => {
       const stack = new Error().stack ?? "";
-      if (stack.includes("manager/tunnel/")) fromHub.push(stack);
+      if (stack.includes("manager/fleet/")) fromHub.push(stack);
       return real(fn, ms);
     }) as typeof setInterval);
     const edges: Array<ReturnType<typeof connectGrpcEdge>> = [];
@@ -272,7 +272,7 @@ describe("the tunnel is plain gRPC: a grpc-js client acting as an edge", () => {
 describe("token re-check of live edges", () => {
   it("notices a revocation made behind the hub's back (another process on the same database) at its periodic, batched re-check", async () => {
     const { connectGrpcEdge } = await import("./support/grpc-edge.ts");
-    const { createEdgeStore } = await import("../manager/edges/store.ts");
+    const { createEdgeStore } = await import("../manager/fleet/edge-store.ts");
     const ids = ["edge-elsewhere-1", "edge-elsewhere-2", "edge-elsewhere-3"];
     const tunnels = [];
     for (const id of ids) {

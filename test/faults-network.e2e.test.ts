@@ -10,7 +10,7 @@
  * F7: the disk under the PGlite data directory fills up (a small tmpfs, filled with fallocate).
  * PGlite does not wedge: writes fail with ENOSPC ("could not extend file") and succeed again as
  * soon as space is freed. One defect is pinned (see FINDING below), not fixed: it is in
- * manager/dispatch/dispatch.ts.
+ * manager/calls/execute.ts.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statfsSync, unlinkSync } from "node:fs";

@@ -26,7 +26,7 @@ import postgres from "postgres";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { AuditService } from "../proto/gen/ongrid/v1/audit_service_pb.ts";
 import { OngridError } from "../skill/errors.ts";
-import { AuditedError, type Caller } from "../manager/dispatch/dispatch.ts";
+import { AuditedError, type Caller } from "../manager/calls/execute.ts";
 import { CONNECT_TIMEOUT_S, RECONNECT_MAX_DELAY_S } from "../manager/db/client.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";

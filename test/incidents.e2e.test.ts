@@ -27,12 +27,12 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { describeBothBackends } from "./support/pg.ts";
 import type { Database } from "../manager/db/client.ts";
 import { createIncidentStore } from "../manager/incidents/store.ts";
-import { createCorrelateIncident } from "../manager/tools/incidents/correlate-incident.ts";
-import { fakeDeps, runTool } from "../manager/tools/fleet/fleet.testkit.ts";
+import { createCorrelateIncident } from "../manager/skills/base/incidents/correlate-incident.ts";
+import { fakeDeps, runTool } from "../manager/skills/base/fleet/fleet.testkit.ts";
 import { startEdge, stopChild, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { agentSessions, edges, incidents } from "../manager/db/schema/index.ts";
-import type { Caller } from "../manager/dispatch/dispatch.ts";
+import type { Caller } from "../manager/calls/execute.ts";
 
 const PROMETHEUS = process.env.ONGRID_PROMETHEUS || "/usr/bin/prometheus";
 const ALERTMANAGER = process.env.ONGRID_ALERTMANAGER || "/usr/bin/prometheus-alertmanager";

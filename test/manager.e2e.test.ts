@@ -233,7 +233,7 @@ describe("bad input gets a clear error, is audited, and the server keeps serving
   });
 });
 
-describe("gRPC unary calls served off the stream (manager/server/grpc-unary.ts)", () => {
+describe("gRPC unary calls served off the stream (manager/rpc/grpc-unary.ts)", () => {
   /** A hand-made gRPC call (the body as given); resolves with grpc-status and grpc-message. */
   function rawGrpc(body: Buffer, token: string): Promise<{ grpcStatus?: string; grpcMessage?: string }> {
     return new Promise((resolve, reject) => {

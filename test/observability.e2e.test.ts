@@ -3,7 +3,7 @@
  * viewer's API token, evaluates a rules file of the test's, and query_promql / query_alert_rules,
  * called over the real RPC with bearer tokens, read the manager's own series and rules back from it.
  * Loki and Tempo cannot be installed here: query_logql and query_traceql are tested against
- * recorded responses in manager/tools/observability/.
+ * recorded responses in manager/skills/base/observability/.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -24,8 +24,8 @@ import { refusal, rejection } from "./support/rejection.ts";
 import { defineSkill } from "../skill/define.ts";
 import { SkillError } from "../skill/errors.ts";
 import type { SkillClass } from "../skill/types.ts";
-import { AuditedError, type Caller, type ExecuteInput } from "../manager/dispatch/dispatch.ts";
-import { fanOut, type FanOutEvent } from "../manager/dispatch/fan-out.ts";
+import { AuditedError, type Caller, type ExecuteInput } from "../manager/calls/execute.ts";
+import { fanOut, type FanOutEvent } from "../manager/calls/fan-out.ts";
 
 const LIMIT = 2;
 const refusedText = (user: string) => `user "${user}" has ${LIMIT} calls running (skills.max_calls_per_user is ${LIMIT})`;

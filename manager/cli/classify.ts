@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { pino } from "pino";
-import { createManagerRegistry } from "../builtin/index.ts";
+import { createManagerRegistry } from "../skills/builtin/index.ts";
 import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 import { createPackSet } from "../../skill/pack/loader.ts";
 import { formatProblem } from "../../skill/pack/manifest.ts";

@@ -4,9 +4,9 @@ import { toJson } from "@bufbuild/protobuf";
 import { EdgeSchema, type Edge } from "../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { OngridError } from "../../skill/errors.ts";
-import { checkEdgeId } from "../edges/store.ts";
-import { parseSelector } from "../edges/selector.ts";
-import { edgeToProto } from "../server/edge-service.ts";
+import { checkEdgeId } from "../fleet/edge-store.ts";
+import { parseSelector } from "../fleet/selector.ts";
+import { edgeToProto } from "../rpc/services/edge-service.ts";
 import { flagError, managerUrl, printTable, rpcClients, withAdminCore, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 async function listEdges(opts: CoreOptions & { selector?: string }): Promise<Edge[]> {

@@ -1,13 +1,13 @@
 import { diagnoseCommand } from "./diagnose.ts";
 /** The `ongrid` command line: the manager server, skills and audit commands. */
-import { DEFAULT_CONSOLE_DIR, consoleBuilt } from "../server/console.ts";
+import { DEFAULT_CONSOLE_DIR, consoleBuilt } from "../http/console.ts";
 import { playbooksCommand, routeCommand } from "./playbooks.ts";
 import { Command, CommanderError } from "commander";
 import { OngridError } from "../../skill/errors.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { loadConfig, configReference } from "../config/load.ts";
 import { splitDirs, startManager, MANAGER_VERSION } from "../main.ts";
-import { startLocalEdge } from "../local-edge.ts";
+import { startLocalEdge } from "../fleet/local-edge.ts";
 import { skillsCommand } from "./skills.ts";
 import { auditCommand } from "./audit.ts";
 import { edgeCommand } from "./edge.ts";

@@ -27,8 +27,8 @@ import { MetadataSchema, PermissionMode, SkillResultSchema } from "../../proto/g
 import { ApprovalSchema, type Approval } from "../../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { readFileSync } from "node:fs";
-import { MODES } from "../gate/gate.ts";
-import { approvalToProto } from "../server/approval-service.ts";
+import { MODES } from "../calls/gate.ts";
+import { approvalToProto } from "../rpc/services/approval-service.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { lintRegistry, formatFindings } from "../../skill/lint.ts";
 import { createPackSet } from "../../skill/pack/loader.ts";
@@ -36,15 +36,15 @@ import { formatProblem, toMetadata } from "../../skill/pack/manifest.ts";
 import { createRegistry } from "../../skill/registry.ts";
 import type { SkillDefinition } from "../../skill/types.ts";
 import { pino } from "pino";
-import { metadataToProto, resultToProto } from "../server/convert.ts";
-import { MANAGER_BUILTINS, createManagerRegistry } from "../builtin/index.ts";
+import { metadataToProto, resultToProto } from "../rpc/convert.ts";
+import { MANAGER_BUILTINS, createManagerRegistry } from "../skills/builtin/index.ts";
 import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
-import { baseToolDeclarations } from "../tools/index.ts";
+import { baseToolDeclarations } from "../skills/index.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { addClassifyCommand } from "./classify.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
-import { classFromProto, classToProto, scopeFromProto, scopeToProto } from "../server/convert.ts";
+import { classFromProto, classToProto, scopeFromProto, scopeToProto } from "../rpc/convert.ts";
 
 /** Turns `--param k=v` strings into typed params using the skill's JSON Schema. */
 export function coerceParams(pairs: string[], jsonSchema: { properties?: Record<string, { type?: string | string[] }> }): Record<string, unknown> {

@@ -3,7 +3,7 @@ import { Command } from "commander";
 import { existsSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { generateKeyPairSync } from "node:crypto";
 import { OngridError } from "../../skill/errors.ts";
-import { checkSop, keyIdOf, loadTrustedKeys, parseSignedSop, signSop, verifySop, SOP_MIN_RSA_BITS, type TrustedKey } from "../sop/sop.ts";
+import { checkSop, keyIdOf, loadTrustedKeys, parseSignedSop, signSop, verifySop, SOP_MIN_RSA_BITS, type TrustedKey } from "../calls/sop.ts";
 import { cliConfig, flagError } from "./common.ts";
 
 function readText(file: string, what: string): string {

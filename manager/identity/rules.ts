@@ -48,7 +48,7 @@ export const RPC_RULES: Readonly<Record<string, Role>> = {
 
 /**
  * The administrative actions (G6): each call, allowed or failed, writes one audit row in the chain
- * (server/admin-audit.ts), with its arguments and never a secret value or a token.
+ * (manager/audit/admin.ts), with its arguments and never a secret value or a token.
  */
 export const ADMIN_ACTIONS: ReadonlySet<string> = new Set([
   "ongrid.v1.SkillService/RescanPacks",

@@ -4,9 +4,9 @@ import { and, asc, count, eq, isNull, sql } from "drizzle-orm";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { apiTokens, users, type ApiTokenRow, type UserRow } from "../db/schema/index.ts";
-import { hashToken } from "../edges/store.ts";
-import { parseSelector } from "../edges/selector.ts";
-import type { Caller } from "../dispatch/dispatch.ts";
+import { hashToken } from "../fleet/edge-store.ts";
+import { parseSelector } from "../fleet/selector.ts";
+import type { Caller } from "../calls/execute.ts";
 
 /** The roles, each allowed what the ones before it are. */
 export const ROLES = ["viewer", "operator", "approver", "admin"] as const;

@@ -5,10 +5,10 @@
  * caller's reach; a call's params are shown only to those who may read the audit log (approver+).
  */
 import { and, desc, eq, gte, inArray, like, lte, or, type SQL } from "drizzle-orm";
-import type { Caller } from "../dispatch/dispatch.ts";
+import type { Caller } from "../calls/execute.ts";
 import type { Database } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
-import type { EdgeStore } from "../edges/store.ts";
+import type { EdgeStore } from "../fleet/edge-store.ts";
 import { isLimited, reaches } from "../identity/reach.ts";
 import { roleAtLeast } from "../identity/store.ts";
 import type { IncidentStore } from "./store.ts";

@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../manager/config/load.ts";
 import { startManager } from "../../manager/main.ts";
 import { startFleet } from "../sim/fleet.ts";
-import { fanOut } from "../../manager/dispatch/fan-out.ts";
+import { fanOut } from "../../manager/calls/fan-out.ts";
 import { BENCH_SKILL } from "./lib/constants.ts";
 import { profiled } from "./lib/profile.ts";
 import { createClient } from "@connectrpc/connect";

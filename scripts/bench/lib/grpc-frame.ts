@@ -1,7 +1,7 @@
 /** gRPC length-prefixed message framing (1 flag byte + 4-byte big-endian length), by hand. */
 
 /** Prefixes one serialised message with the 5-byte gRPC header (uncompressed): the manager's own framing. */
-export { grpcFrame as frame } from "../../../manager/tunnel/grpc-stream.ts";
+export { grpcFrame as frame } from "../../../manager/fleet/grpc-stream.ts";
 
 /** Splits a byte stream into message bodies; feed it every DATA chunk in order. */
 export function createDeframer(onMessage: (body: Buffer) => void): (chunk: Buffer) => void {

@@ -22,7 +22,7 @@ const EXPORT_PAGE = 1000;
 /** The most rows one export collects in the browser. */
 const EXPORT_CAP = 10_000;
 
-/** The gate's decisions as the audit log records them (manager/gate/gate.ts `behavior`). */
+/** The gate's decisions as the audit log records them (manager/calls/gate.ts `behavior`). */
 const DECISIONS: { value: string; label: string }[] = [
   { value: "allow", label: "allow" },
   { value: "ask", label: "ask (parked for approval)" },

@@ -1,0 +1,220 @@
+/**
+ * Approval requests in the database (G2, G3). Every state change is one conditional UPDATE, so a
+ * request runs at most once however many approvers (or managers) race on it.
+ */
+import { EventEmitter } from "node:events";
+import { createHash, randomBytes } from "node:crypto";
+import { and, desc, eq, gt, lte, ne, sql } from "drizzle-orm";
+import { OngridError } from "../../../skill/errors.ts";
+import { canonicalJson } from "../../../skill/canonical.ts";
+import type { Database } from "../../db/client.ts";
+import { approvals, type ApprovalRow, type VoteJson } from "../../db/schema/index.ts";
+import type { Caller } from "../execute.ts";
+
+/** Where a request is in its life. */
+export type ApprovalState = "pending" | "running" | "executed" | "denied" | "expired" | "failed";
+/** States a request never leaves. */
+export const FINAL_STATES: ReadonlySet<string> = new Set(["executed", "denied", "expired", "failed"]);
+
+/** What a parked call records. */
+export interface NewApproval {
+  skillKey: string;
+  edgeId: string;
+  edgeLabels: Record<string, string>;
+  params: Record<string, unknown>;
+  effectiveClass: string;
+  requester: Caller;
+  sessionId: string;
+  timeoutMs: number;
+  requiredApprovals: number;
+  ttlMs: number;
+  sop?: { id: string; version: string; hash: string; document: string };
+}
+
+/** SHA-256 of the canonical params: fixed when the request is made. */
+export function paramsHash(params: unknown): string {
+  return createHash("sha256").update(canonicalJson(params)).digest("hex");
+}
+
+/** Creates the store; `changes` emits every row after a state change ("change", row). */
+export function createApprovalStore(database: Database) {
+  const { db } = database;
+  const changes = new EventEmitter();
+  changes.setMaxListeners(0);
+  const emit = (rows: ApprovalRow[]) => {
+    for (const r of rows) changes.emit("change", r);
+    return rows;
+  };
+
+  async function get(id: string): Promise<ApprovalRow | undefined> {
+    return (await db.select().from(approvals).where(eq(approvals.id, id)))[0];
+  }
+
+  return {
+    changes,
+    get,
+
+    async create(n: NewApproval): Promise<ApprovalRow> {
+      const now = new Date();
+      const row = (
+        await db
+          .insert(approvals)
+          .values({
+            id: `apr_${randomBytes(8).toString("hex")}`,
+            skillKey: n.skillKey,
+            edgeId: n.edgeId,
+            edgeLabels: n.edgeLabels,
+            params: n.params,
+            paramsHash: paramsHash(n.params),
+            effectiveClass: n.effectiveClass,
+            requesterUserId: n.requester.userId,
+            requesterRole: n.requester.role,
+            onBehalfOf: n.requester.onBehalfOf ?? "",
+            requesterReach: n.requester.reach ?? [],
+            sessionId: n.sessionId,
+            timeoutMs: n.timeoutMs,
+            createdAt: now,
+            expiresAt: new Date(now.getTime() + n.ttlMs),
+            state: "pending",
+            requiredApprovals: n.requiredApprovals,
+            sopId: n.sop?.id ?? "",
+            sopVersion: n.sop?.version ?? "",
+            sopHash: n.sop?.hash ?? "",
+            sopDocument: n.sop?.document ?? "",
+            updatedAt: now,
+          })
+          .returning()
+      )[0];
+      emit([row]);
+      return row;
+    },
+
+    async setRequestSeq(id: string, seq: number): Promise<void> {
+      emit(await db.update(approvals).set({ requestAuditSeq: seq }).where(eq(approvals.id, id)).returning());
+    },
+
+    /** Newest first. */
+    async list(filter: { state?: string; limit?: number } = {}): Promise<ApprovalRow[]> {
+      return db
+        .select()
+        .from(approvals)
+        .where(filter.state ? eq(approvals.state, filter.state) : undefined)
+        .orderBy(desc(approvals.createdAt))
+        .limit(Math.min(Math.max(filter.limit ?? 100, 1), 1000));
+    },
+
+    /**
+     * Records one approval. Resolves with the row and whether it completed the quorum (state
+     * running: the caller must now run the call). Refusals name their reason; nothing changes.
+     */
+    async vote(id: string, userId: string, comment: string, now = new Date()): Promise<{ row: ApprovalRow; quorum: boolean }> {
+      const vote: VoteJson = { userId, at: now.toISOString(), comment: comment.slice(0, 500) };
+      const rows = await db
+        .update(approvals)
+        .set({
+          votes: sql`${approvals.votes} || ${JSON.stringify([vote])}::jsonb`,
+          state: sql`case when jsonb_array_length(${approvals.votes}) + 1 >= ${approvals.requiredApprovals} then 'running' else 'pending' end`,
+          updatedAt: now,
+        })
+        .where(
+          and(
+            eq(approvals.id, id),
+            eq(approvals.state, "pending"),
+            gt(approvals.expiresAt, now),
+            // Not before its request row is in the audit log (a request whose row could not be written never runs).
+            gt(approvals.requestAuditSeq, 0),
+            ne(approvals.requesterUserId, userId),
+            ne(approvals.onBehalfOf, userId),
+            sql`not (${approvals.votes} @> ${JSON.stringify([{ userId }])}::jsonb)`,
+          ),
+        )
+        .returning();
+      if (rows.length) {
+        emit(rows);
+        return { row: rows[0], quorum: rows[0].state === "running" };
+      }
+      const row = await get(id);
+      if (!row) throw new OngridError("not_found", `unknown approval request "${id}"`);
+      if (row.requesterUserId === userId) throw new OngridError("permission_denied", `"${userId}" requested ${id} and cannot approve it`, "another approver must approve it");
+      if (row.onBehalfOf === userId) throw new OngridError("permission_denied", `"${userId}" started the agent session that requested ${id} and cannot approve it`, "another approver must approve it");
+      const mine = row.votes.find((v) => v.userId === userId);
+      if (mine) {
+        throw new OngridError("failed_precondition", `"${userId}" already approved ${id} at ${mine.at}; an approval counts once`, row.state === "pending" ? `it needs ${row.requiredApprovals} distinct approvers` : undefined);
+      }
+      if (row.state !== "pending") throw new OngridError("failed_precondition", `approval request ${id} is already ${row.state}`, "only pending requests can be approved");
+      if (row.requestAuditSeq <= 0 && row.expiresAt > now) {
+        throw new OngridError("failed_precondition", `approval request ${id} is not recorded in the audit log yet`, "retry in a moment; a request that cannot be recorded is withdrawn");
+      }
+      throw new OngridError("failed_precondition", `approval request ${id} expired at ${row.expiresAt.toISOString()}`, "ask the requester to request it again");
+    },
+
+    /** Ends a pending request as denied. */
+    async deny(id: string, userId: string, reason: string, now = new Date()): Promise<ApprovalRow> {
+      const rows = await db
+        .update(approvals)
+        .set({ state: "denied", deniedBy: userId, reason: reason.slice(0, 500), updatedAt: now })
+        .where(and(eq(approvals.id, id), eq(approvals.state, "pending")))
+        .returning();
+      if (rows.length) return emit(rows)[0];
+      const row = await get(id);
+      if (!row) throw new OngridError("not_found", `unknown approval request "${id}"`);
+      throw new OngridError("failed_precondition", `approval request ${id} is already ${row.state}`, "only pending requests can be denied");
+    },
+
+    /** Records how an approved call ended (from running). */
+    async finish(id: string, end: { state: "executed" | "failed"; result?: unknown; executionAuditSeq?: number; reason?: string }): Promise<ApprovalRow | undefined> {
+      const rows = await db
+        .update(approvals)
+        .set({ state: end.state, result: end.result ?? null, executionAuditSeq: end.executionAuditSeq ?? 0, reason: (end.reason ?? "").slice(0, 1000), updatedAt: new Date() })
+        .where(and(eq(approvals.id, id), eq(approvals.state, "running")))
+        .returning();
+      return emit(rows)[0];
+    },
+
+    /** Moves every pending request past its expiry to expired; returns them. */
+    async expireDue(now = new Date()): Promise<ApprovalRow[]> {
+      return emit(
+        await db
+          .update(approvals)
+          .set({ state: "expired", reason: "nobody decided before it expired", updatedAt: now })
+          .where(and(eq(approvals.state, "pending"), lte(approvals.expiresAt, now)))
+          .returning(),
+      );
+    },
+
+    /** At start: calls left running by a manager that stopped cannot be resumed; they fail. */
+    async failInterrupted(): Promise<ApprovalRow[]> {
+      return emit(
+        await db
+          .update(approvals)
+          .set({ state: "failed", reason: "the manager stopped while the approved call was running; its outcome is unknown", updatedAt: new Date() })
+          .where(eq(approvals.state, "running"))
+          .returning(),
+      );
+    },
+
+    /** Resolves with the row once it is final (or rejects when the signal aborts). */
+    waitFinal(id: string, signal?: AbortSignal): Promise<ApprovalRow> {
+      return new Promise((resolve, reject) => {
+        const onChange = (r: ApprovalRow) => {
+          if (r.id === id && FINAL_STATES.has(r.state)) done(() => resolve(r));
+        };
+        const onAbort = () => done(() => reject(new OngridError("cancelled", `stopped waiting for approval request ${id}; it stays open and GetApproval shows its outcome`)));
+        const done = (f: () => void) => {
+          changes.off("change", onChange);
+          signal?.removeEventListener("abort", onAbort);
+          f();
+        };
+        changes.on("change", onChange);
+        signal?.addEventListener("abort", onAbort, { once: true });
+        if (signal?.aborted) return onAbort();
+        get(id).then((r) => {
+          if (r && FINAL_STATES.has(r.state)) done(() => resolve(r));
+        }, (err) => done(() => reject(err)));
+      });
+    },
+  };
+}
+
+/** The approval store's interface. */
+export type ApprovalStore = ReturnType<typeof createApprovalStore>;

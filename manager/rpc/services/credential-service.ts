@@ -1,0 +1,39 @@
+/** ongrid.v1.CredentialService: store, list and delete credentials (G5). Values go in, never out. Admin only (enforced by the auth interceptor). */
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { CredentialSchema, CredentialService, type Credential } from "../../../proto/gen/ongrid/v1/credential_service_pb.ts";
+import { OngridError } from "../../../skill/errors.ts";
+import type { CredentialInfo, CredentialStore } from "../../calls/credentials/store.ts";
+import { callerOf } from "../../identity/caller.ts";
+
+/** A credential's metadata as the contract's Credential (there is no field a value could go in). */
+export function credentialToProto(c: CredentialInfo): Credential {
+  return create(CredentialSchema, {
+    name: c.name,
+    description: c.description,
+    createdAt: timestampFromDate(c.createdAt),
+    updatedAt: timestampFromDate(c.updatedAt),
+    updatedBy: c.updatedBy,
+  });
+}
+
+/** Builds the CredentialService implementation. */
+export function createCredentialService(deps: { credentials: CredentialStore }): ServiceImpl<typeof CredentialService> {
+  const { credentials } = deps;
+  return {
+    async putCredential(req, ctx) {
+      const info = await credentials.put(req.name, req.value, req.description, callerOf(ctx).userId);
+      return { credential: credentialToProto(info) };
+    },
+    async listCredentials() {
+      return { credentials: (await credentials.list()).map(credentialToProto) };
+    },
+    async deleteCredential(req) {
+      if (!(await credentials.delete(req.name))) {
+        throw new OngridError("not_found", `credential "${req.name.slice(0, 80)}" does not exist`, "ListCredentials shows the stored names");
+      }
+      return {};
+    },
+  };
+}
