@@ -3,7 +3,7 @@ import { OngridError, SkillError } from "./errors.ts";
 import { toPlainJson } from "./json.ts";
 import { redact, redactString } from "./redact.ts";
 import { truncateOutput } from "./truncate.ts";
-import type { EnvelopeError, ResultEnvelope, Skill, SkillContext } from "./types.ts";
+import type { EnvelopeError, ResultEnvelope, Skill, SkillContext, SkillInvocation } from "./types.ts";
 
 /** What runSkill needs besides the skill and its (already validated) params. */
 export interface RunOptions {
@@ -21,7 +21,7 @@ export interface RunOptions {
   /** Cancels the call when aborted (client went away, session ended). */
   signal?: AbortSignal;
   /** Who made the call, for manager skills that call other skills (see SkillContext.invocation). */
-  invocation?: Readonly<Record<string, unknown>>;
+  invocation?: SkillInvocation;
 }
 
 const MAX_TIMER_MS = 2_147_483_647;

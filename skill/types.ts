@@ -88,11 +88,19 @@ export interface SkillContext {
   edgeId: string;
   /**
    * On the manager: who made this call and in which session, for manager skills that make calls of
-   * their own (fleet tools fanning out to edges) under the same caller, gate and audit. Opaque to
-   * the framework; the manager's dispatcher sets it (manager/skills/invocation.ts reads it).
+   * their own (fleet tools fanning out to edges) under the same caller, gate and audit. The
+   * manager's dispatcher sets it (manager/skills/invocation.ts reads it).
    */
-  invocation?: Readonly<Record<string, unknown>>;
+  invocation?: SkillInvocation;
 }
+
+/**
+ * Who made a call on the manager, as its dispatcher hands it to a manager skill. Empty here: the
+ * manager declares its fields by declaration merging (manager/calls/types.ts), so the framework
+ * holds none of the manager's nouns and a manager skill still reads them typed.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface SkillInvocation {}
 
 /** The executor: params have been validated (defaults applied) before it runs. Throw SkillError to fail with a hint. */
 export type SkillExecutor<P = Record<string, unknown>> = (ctx: SkillContext, params: P) => Promise<unknown>;

@@ -11,7 +11,7 @@ import { describeBothBackends } from "./support/pg.ts";
 import { auditRecord } from "../manager/audit/types.ts";
 import { createAuditLog } from "../manager/audit/log.ts";
 import { edges } from "../manager/db/schema/index.ts";
-import type { Caller } from "../manager/calls/execute.ts";
+import type { Caller } from "../manager/identity/caller.ts";
 import type { Database } from "../manager/db/client.ts";
 import { createIncidentStore } from "../manager/incidents/store.ts";
 import { collectChanges } from "../manager/incidents/changes.ts";

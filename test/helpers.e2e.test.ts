@@ -19,14 +19,16 @@ import { bearer, makeUser } from "./support/auth.ts";
 import { lastAuditRow } from "./support/audit.ts";
 import { rejection } from "./support/rejection.ts";
 import { offeredTools, startScriptedModel, type Reply, type ScriptedModel } from "./support/openai-server.ts";
-import { AuditedError, type Caller, type ExecuteInput } from "../manager/calls/execute.ts";
+import { AuditedError, type ExecuteInput } from "../manager/calls/types.ts";
+import { type Caller } from "../manager/identity/caller.ts";
 import { tasksOf } from "../manager/agent/session/tasks.ts";
 import pino from "pino";
 import { createAgentTool } from "../manager/skills/base/helpers/agent-tool.ts";
 import { runTool } from "../manager/skills/base/fleet/fleet.testkit.ts";
 import { createSessionStore } from "../manager/agent/session/store.ts";
 import { loadConfig } from "../manager/config/load.ts";
-import { createLogger, startManager } from "../manager/main.ts";
+import { startManager } from "../manager/main.ts";
+import { createLogger } from "../manager/core.ts";
 
 /** A loopback chat webhook that records what it is sent. */
 async function startWebhook(status = 200) {

@@ -13,7 +13,7 @@ import { waitFor } from "./support/edge.ts";
 import { describeBothBackends } from "./support/pg.ts";
 import { startScriptedModel } from "./support/openai-server.ts";
 import { agentSessions, edges } from "../manager/db/schema/index.ts";
-import type { Caller } from "../manager/calls/execute.ts";
+import type { Caller } from "../manager/identity/caller.ts";
 import type { Database } from "../manager/db/client.ts";
 import { createIncidentStore } from "../manager/incidents/store.ts";
 import { tasksOf } from "../manager/agent/session/tasks.ts";

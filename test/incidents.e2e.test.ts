@@ -32,7 +32,7 @@ import { fakeDeps, runTool } from "../manager/skills/base/fleet/fleet.testkit.ts
 import { startEdge, stopChild, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { agentSessions, edges, incidents } from "../manager/db/schema/index.ts";
-import type { Caller } from "../manager/calls/execute.ts";
+import type { Caller } from "../manager/identity/caller.ts";
 
 const PROMETHEUS = process.env.ONGRID_PROMETHEUS || "/usr/bin/prometheus";
 const ALERTMANAGER = process.env.ONGRID_ALERTMANAGER || "/usr/bin/prometheus-alertmanager";

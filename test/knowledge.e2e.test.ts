@@ -16,7 +16,7 @@ import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { SkillResultSchema } from "../proto/gen/ongrid/v1/skill_pb.ts";
 import { createKnowledgeStore } from "../manager/skills/base/knowledge/store.ts";
 import { agentSessions, edges } from "../manager/db/schema/index.ts";
-import type { Caller } from "../manager/calls/execute.ts";
+import type { Caller } from "../manager/identity/caller.ts";
 import { writeRunbooks } from "../manager/skills/base/knowledge/runbooks.testdata.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { bearer, makeUser } from "./support/auth.ts";

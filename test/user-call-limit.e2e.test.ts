@@ -24,7 +24,8 @@ import { refusal, rejection } from "./support/rejection.ts";
 import { defineSkill } from "../skill/define.ts";
 import { SkillError } from "../skill/errors.ts";
 import type { SkillClass } from "../skill/types.ts";
-import { AuditedError, type Caller, type ExecuteInput } from "../manager/calls/execute.ts";
+import { AuditedError, type ExecuteInput } from "../manager/calls/types.ts";
+import { type Caller } from "../manager/identity/caller.ts";
 import { fanOut, type FanOutEvent } from "../manager/calls/fan-out.ts";
 
 const LIMIT = 2;

@@ -1,150 +1,26 @@
 /** Dispatch (B3): the one path every execution takes — resolve, validate, gate, run, audit — whatever the surface. */
 import { randomUUID } from "node:crypto";
-import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { validateParams } from "../../skill/validate.ts";
-import { effectiveClass, type SkillRegistry } from "../../skill/registry.ts";
+import { effectiveClass } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { redactString } from "../../skill/redact.ts";
 import { displayProblem } from "../../skill/risk/display.ts";
 import { shellCommandOf } from "../../skill/risk-classifier.ts";
-import type { ResultEnvelope, Skill, SkillClass } from "../../skill/types.ts";
-import { auditRecord, type AuditLog } from "../audit/types.ts";
+import type { ResultEnvelope, Skill } from "../../skill/types.ts";
+import { auditRecord } from "../audit/types.ts";
 import { PreparedJson } from "../audit/record.ts";
-import type { ManagerConfig } from "../config/schema.ts";
-import type { Hub } from "../fleet/hub.ts";
-import type { EdgeStore } from "../fleet/edge-store.ts";
-import { decide, MODES, policyFromConfig, type PermissionDecision, type PermissionMode } from "./gate.ts";
+import { decide, MODES, policyFromConfig, type PermissionDecision } from "./gate.ts";
 import { reaches } from "../identity/reach.ts";
-import type { ApprovalStore } from "./approvals/store.ts";
+import { callUserOf, type Caller } from "../identity/caller.ts";
+import { AuditedError, type DispatcherDeps, type ExecuteInput, type ExecuteOutput, type Invocation, type SharedWork } from "./types.ts";
 import type { ApprovalRow } from "../db/schema/index.ts";
 import { checkSop, loadTrustedKeys, type TrustedKey } from "./sop.ts";
 import { injectCredentials, scrubSecrets } from "./credentials/inject.ts";
 import { credentialParams } from "../../skill/credential.ts";
-import type { CredentialStore } from "./credentials/store.ts";
 import type { Evidence } from "../fleet/hub.ts";
 
-
-/** Who is calling; "0"/"system" is the LLM caller (G1). */
-export interface Caller {
-  userId: string;
-  /** viewer | operator | approver | admin | system (the LLM, on behalf of onBehalfOf). */
-  role: string;
-  /** Label selectors (user's, token's) an edge must all match to be reachable; none reaches all (G4). */
-  reach?: string[];
-  /** The API token that authenticated the call. */
-  tokenId?: string;
-  /** For the system caller: the user whose session it acts for. */
-  onBehalfOf?: string;
-  /** For the system caller: that user's role; a viewer's agent is held to what a viewer may run. */
-  onBehalfRole?: string;
-}
-
-/** Who made a call and in which session: handed to manager skills that make calls of their own. */
-export interface Invocation {
-  caller: Caller;
-  sessionId: string;
-  mode?: PermissionMode;
-  playbook?: string;
-}
-
-/** One request to execute a skill, as every surface (RPC, CLI, later the LLM bridge) hands it over. */
-export interface ExecuteInput {
-  key: string;
-  /** Params as a JSON value; ignored when paramsJson is set. */
-  params?: unknown;
-  /** Params as JSON text (parsed here so a malformed document is refused and audited). */
-  paramsJson?: string;
-  edgeId?: string;
-  sessionId?: string;
-  timeoutMs?: number;
-  caller: Caller;
-  signal?: AbortSignal;
-  /** The gate's mode; undefined uses gate.default_mode. */
-  mode?: PermissionMode;
-  /** Layer 0: the current playbook's allowed_tools (undefined: no playbook). */
-  whitelist?: readonly string[];
-  /** Layer 0 by name: the playbook the call runs under (its allowed_tools); unknown names are refused. */
-  playbook?: string;
-  /** The signed SOP text for a dangerous call. */
-  sop?: string;
-  /** For a call that needs approval: wait until it ran (true) or return the pending request (false). */
-  waitForApproval?: boolean;
-  /** Refuse instead of parking when approval would be needed (fan-out). */
-  noApproval?: boolean;
-  /**
-   * Internal, set only by fanOut for its per-edge calls: the call takes no slot of its user's
-   * (skills.max_calls_per_user), the fan-out holds one for all of them. The RPC layer builds
-   * ExecuteInput field by field, so a client cannot set it.
-   */
-  inFanOut?: true;
-  /** Internal, set only by fanOut: the work its per-edge calls share (see shareWork). */
-  shared?: SharedWork;
-}
-
-/**
- * What the per-edge calls of one fan-out work out once instead of once per edge: the params
- * parsed, and per skill object (edges offering the same metadata share one) the validated params,
- * their class and the gate's decision — all the same for every edge, since the caller, mode,
- * playbook and params are; and the params as the audit log stores them. Created by
- * `dispatcher.shareWork()` for one fan-out and dropped with it.
- */
-export interface SharedWork {
-  parsed?: { raw: unknown; audit: PreparedJson };
-  checked: Map<Skill, { params: Record<string, unknown>; cls: SkillClass; decision: PermissionDecision }>;
-}
-
-/** The envelope plus the audit row it produced; for a parked call, the approval request instead of a result. */
-export interface ExecuteOutput {
-  result?: ResultEnvelope;
-  auditSeq: number;
-  approval?: ApprovalRow;
-}
-
-/** The user a call counts to for skills.max_calls_per_user: the one the LLM acts for, else the caller. */
-export function callUserOf(caller: Caller): string {
-  return caller.onBehalfOf || caller.userId;
-}
-
-/** An OngridError that also carries the audit row written for the refused call. */
-export class AuditedError extends OngridError {
-  readonly auditSeq: number;
-  constructor(err: OngridError, auditSeq: number) {
-    super(err.code, err.message, err.hint);
-    this.auditSeq = auditSeq;
-  }
-}
-
-/** What the dispatcher needs. */
-export interface DispatcherDeps {
-  registry: SkillRegistry;
-  hub: Hub;
-  edges: EdgeStore;
-  audit: AuditLog;
-  config: ManagerConfig;
-  log: Logger;
-  approvals: ApprovalStore;
-  credentials?: CredentialStore;
-  /** Loaded playbooks, for calls that name one (layer 0). */
-  playbooks?: { get(name: string): { allowedTools: string[] } | undefined };
-  /** Told of every call as its audit row is written (the manager's /metrics counts them); must not throw. */
-  onCall?: (call: CallObservation) => void;
-}
-
-/** One call as its audit row records it, for observers such as /metrics. */
-export interface CallObservation {
-  key: string;
-  edgeId: string;
-  /** The gate's decision: allow | ask | deny, "" when refused before the gate. */
-  decision: string;
-  /** "code: message", "" on success (and for a call parked for approval). */
-  error: string;
-  /** The envelope when the call ran, else null. */
-  result: ResultEnvelope | null;
-  /** From the dispatcher taking the call to its row. */
-  durationMs: number;
-}
 
 /** Where a call goes: in process, or down one edge's tunnel. */
 type Target = { skill: Skill; edgeId: string; labels: Readonly<Record<string, string>> };
@@ -361,7 +237,7 @@ export function createDispatcher(deps: DispatcherDeps) {
           log: log.child({ skill: skill.meta.key, call_id: callId }),
           settings: (config.skills as Record<string, unknown>)[skill.meta.key] as Record<string, unknown> | undefined,
           signal,
-          invocation: invocation as unknown as Record<string, unknown>,
+          invocation,
         });
     return injected.secrets.length ? scrubSecrets(result, injected.secrets) : result;
   }

@@ -3,7 +3,9 @@ import { OngridError } from "../../skill/errors.ts";
 import type { EnvelopeError, ResultEnvelope } from "../../skill/types.ts";
 import type { Hub } from "../fleet/hub.ts";
 import { parseSelector } from "../fleet/selector.ts";
-import { AuditedError, type Caller, type Dispatcher } from "./execute.ts";
+import { type Dispatcher } from "./execute.ts";
+import { AuditedError } from "./types.ts";
+import { type Caller } from "../identity/caller.ts";
 import { leftOutShown, reaches } from "../identity/reach.ts";
 import type { PermissionMode } from "./gate.ts";
 

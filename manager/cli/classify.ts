@@ -18,7 +18,7 @@ import { shellCommandOf } from "../../skill/risk-classifier.ts";
 import { OngridError } from "../../skill/errors.ts";
 import type { Skill } from "../../skill/types.ts";
 import { validateParams } from "../../skill/validate.ts";
-import { coerceParams } from "./skills.ts";
+import { coerceParams } from "./params.ts";
 import { flagError } from "./common.ts";
 
 /** One answer of `skills classify`. */

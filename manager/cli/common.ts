@@ -15,7 +15,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { managerUrlProblem } from "../../skill/net.ts";
 import { loadConfig } from "../config/load.ts";
 import type { ManagerConfig } from "../config/schema.ts";
-import { createLogger, openCore } from "../main.ts";
+import { createLogger, openCore } from "../core.ts";
 import { appendAdminRow, localActor, type AdminActor } from "../audit/admin.ts";
 
 /** Options every data-reading command accepts. */

@@ -7,7 +7,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { createManagerRegistry } from "../skills/builtin/index.ts";
 import { playbookToProto, decisionToProto, listPlaybooksResponse } from "../rpc/services/playbook-service.ts";
 import { formatPlaybookProblem, type PlaybookProblem } from "../playbooks/parse.ts";
-import { openPlaybooks } from "../main.ts";
+import { openPlaybooks } from "../core.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 import { cliConfig, managerUrl, managerUrlOrLocal, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 

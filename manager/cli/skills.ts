@@ -1,25 +1,3 @@
-/** A --mode value, checked. */
-function modeFromFlag(v: string): "READ_ONLY" | "NORMAL" | "ASK_DESTRUCTIVE" | "BYPASS" {
-  const m = v.toUpperCase().replace(/-/g, "_");
-  if (!(MODES as readonly string[]).includes(m)) flagError("--mode", `"${v}" is not a permission mode (rule: enum ${MODES.join("|")})`);
-  return m as (typeof MODES)[number];
-}
-
-/** Prints a call parked for approval. */
-function printParked(approval: Approval | undefined, seq: string, json: boolean): void {
-  if (json) {
-    console.log(JSON.stringify({ approval: approval ? toJson(ApprovalSchema, approval) : null, audit_seq: seq }, null, 2));
-    return;
-  }
-  if (!approval) throw new OngridError("internal", "the manager parked the call without an approval request");
-  const n = approval.requiredApprovals;
-  console.log(approval.id);
-  console.error(
-    `approval required: ${approval.id} (${classFromProto(approval.effectiveClass)}, needs ${n} approver${n > 1 ? "s" : ""} other than you${approval.sopHash ? `; SOP ${approval.sopId} v${approval.sopVersion}` : ""}), expires ${timestampDate(approval.expiresAt!).toISOString()}\n` +
-      `an approver runs: ongrid approvals approve ${approval.id}   (audit row ${seq})`,
-  );
-}
-
 /** `ongrid skills list|get|run|lint`. */
 import { Command } from "commander";
 import { toJson } from "@bufbuild/protobuf";
@@ -42,35 +20,31 @@ import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 import { baseToolDeclarations } from "../skills/index.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { addClassifyCommand } from "./classify.ts";
+import { coerceParams } from "./params.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { classFromProto, classToProto, scopeFromProto, scopeToProto } from "../rpc/convert.ts";
 
-/** Turns `--param k=v` strings into typed params using the skill's JSON Schema. */
-export function coerceParams(pairs: string[], jsonSchema: { properties?: Record<string, { type?: string | string[] }> }): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const pair of pairs) {
-    const eq = pair.indexOf("=");
-    if (eq <= 0) flagError("--param", `"${pair}" must look like name=value`);
-    const name = pair.slice(0, eq);
-    const raw = pair.slice(eq + 1);
-    const t = jsonSchema.properties?.[name]?.type;
-    const type = Array.isArray(t) ? t[0] : t;
-    if ((type === "integer" || type === "number") && raw.trim() !== "" && !Number.isNaN(Number(raw))) out[name] = Number(raw);
-    else if (type === "boolean" && (raw === "true" || raw === "false")) out[name] = raw === "true";
-    else if (type === "array") out[name] = raw.startsWith("[") ? safeJson(raw, name) : raw === "" ? [] : raw.split(",");
-    else if (type === "object") out[name] = safeJson(raw, name);
-    else out[name] = raw;
-  }
-  return out;
+/** A --mode value, checked. */
+function modeFromFlag(v: string): "READ_ONLY" | "NORMAL" | "ASK_DESTRUCTIVE" | "BYPASS" {
+  const m = v.toUpperCase().replace(/-/g, "_");
+  if (!(MODES as readonly string[]).includes(m)) flagError("--mode", `"${v}" is not a permission mode (rule: enum ${MODES.join("|")})`);
+  return m as (typeof MODES)[number];
 }
 
-function safeJson(raw: string, name: string): unknown {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return flagError("--param", `${name}: value is not valid JSON`);
+/** Prints a call parked for approval. */
+function printParked(approval: Approval | undefined, seq: string, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify({ approval: approval ? toJson(ApprovalSchema, approval) : null, audit_seq: seq }, null, 2));
+    return;
   }
+  if (!approval) throw new OngridError("internal", "the manager parked the call without an approval request");
+  const n = approval.requiredApprovals;
+  console.log(approval.id);
+  console.error(
+    `approval required: ${approval.id} (${classFromProto(approval.effectiveClass)}, needs ${n} approver${n > 1 ? "s" : ""} other than you${approval.sopHash ? `; SOP ${approval.sopId} v${approval.sopVersion}` : ""}), expires ${timestampDate(approval.expiresAt!).toISOString()}\n` +
+      `an approver runs: ongrid approvals approve ${approval.id}   (audit row ${seq})`,
+  );
 }
 
 function metaRow(m: Metadata): Record<string, string> {

@@ -12,7 +12,7 @@ import type { Http2ServerRequest } from "node:http2";
 import { OngridError } from "../../skill/errors.ts";
 import { redact, redactString } from "../../skill/redact.ts";
 import { auditRecord } from "../audit/types.ts";
-import type { Caller } from "../calls/execute.ts";
+import type { Caller } from "../identity/caller.ts";
 import { isLimited, reaches } from "../identity/reach.ts";
 import { roleAtLeast, type Role } from "../identity/store.ts";
 import { edgeCandidates, parseAlertmanagerPayload, type AlertIn } from "../incidents/alertmanager.ts";
@@ -20,7 +20,7 @@ import { edgeVisibility } from "../incidents/changes.ts";
 import { createIncidentStore, type IncidentRow } from "../incidents/store.ts";
 import { calendarProblem } from "../incidents/time.ts";
 import { runDiagnosisTask, tasksOf } from "../agent/session/tasks.ts";
-import type { Core } from "../main.ts";
+import type { Core } from "../core.ts";
 import { bearerToken } from "../rpc/auth.ts";
 import type { HttpRoute } from "./route.ts";
 

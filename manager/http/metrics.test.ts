@@ -12,7 +12,7 @@ import { makeUser } from "../../test/support/auth.ts";
 import { startEdge, waitFor, type TestEdge } from "../../test/support/edge.ts";
 import { cacheFlushSkill } from "../../test/support/skills.ts";
 import { createManagerMetrics, errorCodeOf, UNKNOWN_SKILL } from "../observability/metrics.ts";
-import type { Caller } from "../calls/execute.ts";
+import type { Caller } from "../identity/caller.ts";
 import type { Database } from "../db/client.ts";
 import { approvals as approvalsTable } from "../db/schema/index.ts";
 

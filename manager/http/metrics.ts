@@ -9,7 +9,7 @@
 import type { ServerResponse } from "node:http";
 import { OngridError } from "../../skill/errors.ts";
 import { auditRecord } from "../audit/types.ts";
-import type { Core } from "../main.ts";
+import type { Core } from "../core.ts";
 import { bearerToken } from "../rpc/auth.ts";
 import type { HttpRoute } from "./route.ts";
 

@@ -1,7 +1,30 @@
-/** Who is calling an RPC: set by the authentication interceptor (manager/rpc/auth.ts) before any service runs. */
+/**
+ * Who calls (G1): the Caller every surface hands to the dispatcher, and the context key the
+ * authentication interceptor (manager/rpc/auth.ts) fills before any service runs.
+ */
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import type { Caller } from "../calls/execute.ts";
 import { OngridError } from "../../skill/errors.ts";
+
+/** Who is calling; "0"/"system" is the LLM caller (G1). */
+export interface Caller {
+  userId: string;
+  /** viewer | operator | approver | admin | system (the LLM, on behalf of onBehalfOf). */
+  role: string;
+  /** Label selectors (user's, token's) an edge must all match to be reachable; none reaches all (G4). */
+  reach?: string[];
+  /** The API token that authenticated the call. */
+  tokenId?: string;
+  /** For the system caller: the user whose session it acts for. */
+  onBehalfOf?: string;
+  /** For the system caller: that user's role; a viewer's agent is held to what a viewer may run. */
+  onBehalfRole?: string;
+}
+
+/** The user a call counts to for skills.max_calls_per_user: the one the LLM acts for, else the caller. */
+export function callUserOf(caller: Caller): string {
+  return caller.onBehalfOf || caller.userId;
+}
+
 
 /** Context key the authentication interceptor fills; read by every service. */
 export const kCaller = createContextKey<Caller | undefined>(undefined, { description: "ongrid caller" });

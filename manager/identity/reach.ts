@@ -1,6 +1,6 @@
 /** Asset permissions (G4): a caller reaches an edge when the edge's labels match every selector of its reach. */
 import { parseSelector, type Selector } from "../fleet/selector.ts";
-import type { Caller } from "../calls/execute.ts";
+import type { Caller } from "./caller.ts";
 import { roleAtLeast } from "./store.ts";
 
 const parsed = new Map<string, Selector>();

@@ -6,7 +6,7 @@ import type { Database } from "../db/client.ts";
 import { apiTokens, users, type ApiTokenRow, type UserRow } from "../db/schema/index.ts";
 import { hashToken } from "../fleet/edge-store.ts";
 import { parseSelector } from "../fleet/selector.ts";
-import type { Caller } from "../calls/execute.ts";
+import type { Caller } from "./caller.ts";
 
 /** The roles, each allowed what the ones before it are. */
 export const ROLES = ["viewer", "operator", "approver", "admin"] as const;

@@ -5,7 +5,7 @@
  * caller's reach; a call's params are shown only to those who may read the audit log (approver+).
  */
 import { and, desc, eq, gte, inArray, like, lte, or, type SQL } from "drizzle-orm";
-import type { Caller } from "../calls/execute.ts";
+import type { Caller } from "../identity/caller.ts";
 import type { Database } from "../db/client.ts";
 import { toolCalls } from "../db/schema/index.ts";
 import type { EdgeStore } from "../fleet/edge-store.ts";

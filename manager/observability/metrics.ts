@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Database } from "../db/client.ts";
 import { approvals, toolCalls } from "../db/schema/index.ts";
-import type { CallObservation } from "../calls/execute.ts";
+import type { CallObservation } from "../calls/types.ts";
 
 /** The label a call of a key no skill answers to gets: keys are caller input, labels must stay few. */
 export const UNKNOWN_SKILL = "(unknown)";

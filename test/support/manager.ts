@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../manager/config/load.ts";
 import type { Logger } from "pino";
-import { createLogger, startManager, type Manager } from "../../manager/main.ts";
+import { startManager, type Manager } from "../../manager/main.ts";
+import { createLogger } from "../../manager/core.ts";
 
 /** A manager for one test file, plus its data directory. */
 export interface TestManager extends Manager {

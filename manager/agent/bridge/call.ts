@@ -6,7 +6,9 @@
 import { OngridError } from "../../../skill/errors.ts";
 import type { ResultEnvelope } from "../../../skill/types.ts";
 import type { ApprovalRow } from "../../db/schema/index.ts";
-import { AuditedError, type Caller, type Dispatcher } from "../../calls/execute.ts";
+import { type Dispatcher } from "../../calls/execute.ts";
+import { AuditedError } from "../../calls/types.ts";
+import { type Caller } from "../../identity/caller.ts";
 import type { PermissionMode } from "../../calls/gate.ts";
 import type { BridgedTool } from "./tools.ts";
 

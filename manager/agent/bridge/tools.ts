@@ -4,7 +4,8 @@
  * this session use are listed — a denied tool is never shown to the model.
  */
 import type { Skill } from "../../../skill/types.ts";
-import type { Caller, Dispatcher } from "../../calls/execute.ts";
+import type { Dispatcher } from "../../calls/execute.ts";
+import type { Caller } from "../../identity/caller.ts";
 import type { PermissionMode } from "../../calls/gate.ts";
 import { reaches } from "../../identity/reach.ts";
 import { listInventory } from "../../fleet/inventory.ts";

@@ -9,7 +9,8 @@ import type { Logger } from "pino";
 import { OngridError } from "../../../skill/errors.ts";
 import { REDACTED, redactString } from "../../../skill/redact.ts";
 import type { SkillRegistry } from "../../../skill/registry.ts";
-import type { Caller, Dispatcher } from "../../calls/execute.ts";
+import type { Dispatcher } from "../../calls/execute.ts";
+import type { Caller } from "../../identity/caller.ts";
 import type { PermissionMode } from "../../calls/gate.ts";
 import { reaches } from "../../identity/reach.ts";
 import { describeSteps, type Playbook } from "../../playbooks/parse.ts";
@@ -21,29 +22,10 @@ import { condense } from "./condense.ts";
 import { createEvidence, type EvidenceItem } from "./evidence.ts";
 import { metered, type ModelClient, type ModelUsage } from "../llm.ts";
 import { runModelPath } from "./model-path.ts";
+import { toolResultEvent, type AgentEvent, type AgentLimits } from "./events.ts";
 import type { RouteDecision, Router } from "../router/router.ts";
 import type { SessionStore } from "./store.ts";
-import { bridgeTools, type ToolListMode } from "../bridge/tools.ts";
-
-/** One event of a session, in order. */
-export type AgentEvent =
-  | { type: "session"; sessionId: string }
-  | { type: "route"; decision: RouteDecision }
-  | { type: "plan"; source: "planner" | "fallback_plan" | "fallback_steps" | "replan"; steps: string[]; reason: string }
-  | { type: "tool_call"; step: number; tool: string; args: unknown }
-  | { type: "tool_result"; step: number; tool: string; success: boolean; content: string; deduped: boolean; auditSeq: number; pendingApproval?: string }
-  | { type: "skipped"; tool: string; reason: string }
-  | { type: "report"; path: "model" | "fallback"; markdown: string }
-  | { type: "verdict"; verdict: string; unsupported: string[]; notes: string }
-  | { type: "done"; status: "done" | "failed" | "refused" | "cancelled"; message: string; usage: ModelUsage; stoppedBy?: string };
-
-/** Bounds of one session (config agent.*). */
-export interface AgentLimits {
-  maxSteps: number;
-  maxDurationMs: number;
-  /** How the executor lists its tools (agent.tool_list, whose default is on_demand); unset: full. */
-  toolList?: ToolListMode;
-}
+import { bridgeTools } from "../bridge/tools.ts";
 
 /** What the agent needs. */
 export interface AgentDeps {
@@ -232,11 +214,6 @@ export function createAgent(deps: AgentDeps) {
 
 /** The agent's interface. */
 export type Agent = ReturnType<typeof createAgent>;
-
-/** A tool_result event from an evidence item. */
-export function toolResultEvent(item: EvidenceItem): AgentEvent {
-  return { type: "tool_result", step: item.step, tool: item.tool, success: item.success, content: item.content, deduped: item.deduped, auditSeq: item.auditSeq, ...(item.pendingApproval ? { pendingApproval: item.pendingApproval } : {}) };
-}
 
 /** The deterministic report: what ran, what it returned, what was not checked; no conclusions. */
 export function fallbackReport(text: string, decision: RouteDecision, playbook: Playbook, edgeId: string | undefined, items: readonly EvidenceItem[], skipped: ReadonlyArray<{ tool: string; reason: string }>): string {

@@ -5,7 +5,8 @@
  */
 import { redact } from "../../../skill/redact.ts";
 import { canonicalJson } from "../../../skill/canonical.ts";
-import type { Caller, Dispatcher } from "../../calls/execute.ts";
+import type { Dispatcher } from "../../calls/execute.ts";
+import type { Caller } from "../../identity/caller.ts";
 import type { PermissionMode } from "../../calls/gate.ts";
 import { callTool, type ToolCallOutput } from "../bridge/call.ts";
 import type { BridgedTool } from "../bridge/tools.ts";

@@ -8,7 +8,8 @@
  */
 import { createSessionStore } from "./store.ts";
 import type { Database } from "../../db/client.ts";
-import type { Agent, AgentEvent, DiagnoseInput } from "./diagnose.ts";
+import type { Agent, DiagnoseInput } from "./diagnose.ts";
+import type { AgentEvent } from "./events.ts";
 
 /** What a task is: an agent_tool worker, an incident's diagnosis, or a diagnosis streamed to its caller (AgentService/Diagnose). */
 export type TaskKind = "worker" | "incident_diagnosis" | "diagnosis";

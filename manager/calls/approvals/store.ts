@@ -9,7 +9,7 @@ import { OngridError } from "../../../skill/errors.ts";
 import { canonicalJson } from "../../../skill/canonical.ts";
 import type { Database } from "../../db/client.ts";
 import { approvals, type ApprovalRow, type VoteJson } from "../../db/schema/index.ts";
-import type { Caller } from "../execute.ts";
+import type { Caller } from "../../identity/caller.ts";
 
 /** Where a request is in its life. */
 export type ApprovalState = "pending" | "running" | "executed" | "denied" | "expired" | "failed";

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { OngridError } from "../../../skill/errors.ts";
 import { auditRecord, type AuditLog } from "../../audit/types.ts";
 import type { ApprovalRow } from "../../db/schema/index.ts";
-import type { Caller } from "../execute.ts";
+import type { Caller } from "../../identity/caller.ts";
 import { reaches } from "../../identity/reach.ts";
 import { roleAtLeast } from "../../identity/store.ts";
 import { dutiesProblem, type ApproverProvenance } from "./duties.ts";

@@ -14,7 +14,7 @@ import type { Agent } from "../../agent/session/diagnose.ts";
 import { diagnoseAsTask } from "../../agent/session/tasks.ts";
 import type { Database } from "../../db/client.ts";
 import type { IdentityStore } from "../../identity/store.ts";
-import type { Caller } from "../../calls/execute.ts";
+import type { Caller } from "../../identity/caller.ts";
 import { OngridError } from "../../../skill/errors.ts";
 
 /** Builds the AgentService implementation. */

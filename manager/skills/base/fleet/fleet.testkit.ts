@@ -9,7 +9,8 @@ import { buildSkill } from "../../../../skill/registry.ts";
 import { runSkill } from "../../../../skill/run.ts";
 import type { ResultEnvelope, Skill, SkillDefinition } from "../../../../skill/types.ts";
 import { validateParams } from "../../../../skill/validate.ts";
-import { AuditedError, type Caller, type ExecuteInput } from "../../../calls/execute.ts";
+import { AuditedError, type ExecuteInput } from "../../../calls/types.ts";
+import { type Caller } from "../../../identity/caller.ts";
 import { reaches } from "../../../identity/reach.ts";
 import type { BaseToolDeps } from "../../deps.ts";
 

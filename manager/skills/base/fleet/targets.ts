@@ -7,7 +7,7 @@ import { SkillError } from "../../../../skill/errors.ts";
 import { EDGE_ID_PATTERN } from "../../../../skill/identity.ts";
 import type { SkillContext } from "../../../../skill/types.ts";
 import { fanOut } from "../../../calls/fan-out.ts";
-import type { Invocation } from "../../../calls/execute.ts";
+import type { Invocation } from "../../../calls/types.ts";
 import { parseSelector, type Selector } from "../../../fleet/selector.ts";
 import { leftOutShown, reaches } from "../../../identity/reach.ts";
 import type { BaseToolDeps } from "../../deps.ts";

@@ -14,7 +14,7 @@ import { defineBaseTool } from "../../define.ts";
 import type { BaseToolDeps } from "../../deps.ts";
 import { invocationOf } from "../../invocation.ts";
 import { runDiagnosisTask, tasksOf } from "../../../agent/session/tasks.ts";
-import type { Caller } from "../../../calls/execute.ts";
+import type { Caller } from "../../../identity/caller.ts";
 
 /** Workers one user may run at the same time. */
 export const MAX_WORKERS_PER_USER = 3;

@@ -11,7 +11,7 @@ import type { ResultEnvelope, SkillContext } from "../../../../skill/types.ts";
 import { defineBaseTool } from "../../define.ts";
 import type { BaseToolDeps } from "../../deps.ts";
 import { invocationOf } from "../../invocation.ts";
-import type { Invocation } from "../../../calls/execute.ts";
+import type { Invocation } from "../../../calls/types.ts";
 import { createIncidentStore, type IncidentRow } from "../../../incidents/store.ts";
 import { collectChanges } from "../../../incidents/changes.ts";
 import { exprsFromGeneratorUrl } from "../../../incidents/alertmanager.ts";

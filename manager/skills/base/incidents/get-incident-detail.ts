@@ -6,7 +6,7 @@ import { invocationOf } from "../../invocation.ts";
 import { createIncidentStore, type IncidentRow } from "../../../incidents/store.ts";
 import { edgeVisibility, effectiveRole } from "../../../incidents/changes.ts";
 import { createSessionStore, type AgentSession } from "../../../agent/session/store.ts";
-import type { Caller } from "../../../calls/execute.ts";
+import type { Caller } from "../../../identity/caller.ts";
 import { incidentSummary, incidentVisible } from "./view.ts";
 
 /** Longest report shown; the whole one is in the session (console /chat, agent_sessions). */

@@ -12,7 +12,7 @@ import type { ResultEnvelope, SkillDefinition } from "../../../../skill/types.ts
 import { describeBothBackends } from "../../../../test/support/pg.ts";
 import { MIGRATIONS_FOLDER, openDatabase, type Database } from "../../../db/client.ts";
 import type { EdgeRow } from "../../../db/schema/index.ts";
-import type { Caller } from "../../../calls/execute.ts";
+import type { Caller } from "../../../identity/caller.ts";
 import { createSessionStore } from "../../../agent/session/store.ts";
 import { createKnowledgeIndexer, type KnowledgeIndexer } from "./indexer.ts";
 import { createQueryKnowledge } from "./query-knowledge.ts";

@@ -5,7 +5,7 @@ import type { SkillDefinition } from "../../../../skill/types.ts";
 import { defineBaseTool } from "../../define.ts";
 import { invocationOf } from "../../invocation.ts";
 import { visibleEdgeIds } from "../../../incidents/changes.ts";
-import type { Caller } from "../../../calls/execute.ts";
+import type { Caller } from "../../../identity/caller.ts";
 import type { EdgeStore } from "../../../fleet/edge-store.ts";
 import type { KnowledgeIndexer } from "./indexer.ts";
 import type { ReportScope } from "./store.ts";

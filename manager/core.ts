@@ -1,0 +1,132 @@
+/** The composition root: opens storage, the registries, the dispatcher and the agent, without listening (the CLI runs skills on it in process). */
+import { createPackSet } from "../skill/pack/loader.ts";
+import pino, { type Logger } from "pino";
+import { OngridError } from "../skill/errors.ts";
+import type { SkillRegistry } from "../skill/registry.ts";
+import type { Skill } from "../skill/types.ts";
+import { openDatabase } from "./db/client.ts";
+import { createAuditLog } from "./audit/log.ts";
+import type { ManagerConfig } from "./config/schema.ts";
+import { configureShellPolicy } from "../skill/risk/index.ts";
+import { ExecAllowError } from "../skill/risk/allow.ts";
+import { createManagerRegistry } from "./skills/builtin/index.ts";
+import { createDispatcher } from "./calls/execute.ts";
+import { hostname } from "node:os";
+import { parseDuration } from "../skill/duration.ts";
+import { createEdgeStore } from "./fleet/edge-store.ts";
+import { createHub, type Hub } from "./fleet/hub.ts";
+import { createManagerMetrics } from "./observability/metrics.ts";
+import { createBaseTools } from "./skills/index.ts";
+import { createIdentityStore } from "./identity/store.ts";
+import { createApprovalStore } from "./calls/approvals/store.ts";
+import { createApprovalWorkflow } from "./calls/approvals/workflow.ts";
+import { createCredentialStore } from "./calls/credentials/store.ts";
+import { loadCredentialKey } from "./calls/credentials/crypto.ts";
+import { createPlaybookRegistry, type PlaybookRegistry } from "./playbooks/registry.ts";
+import { createToolCatalog } from "./playbooks/catalog.ts";
+import { createReadSkill } from "./skills/builtin/read-skill.ts";
+import { createModelClient } from "./agent/llm.ts";
+import { createRouter } from "./agent/router/router.ts";
+import { createDirectoryRecall } from "./agent/router/recall.ts";
+import { createRouteStore } from "./agent/router/route-store.ts";
+import { createAgent } from "./agent/session/diagnose.ts";
+import { createSessionStore } from "./agent/session/store.ts";
+
+/** The manager's version, reported to edges and in logs. */
+export const MANAGER_VERSION = "0.1.0";
+
+/** Creates the logger every part of the manager shares (JSON lines on stderr). */
+export function createLogger(level: ManagerConfig["log_level"]): Logger {
+  return pino({ level, base: { svc: "ongrid-manager" } }, pino.destination(2));
+}
+
+/** A ':'-separated directory list from the config; empty entries dropped. */
+export function splitDirs(value: string): string[] {
+  return value.split(":").map((d) => d.trim()).filter(Boolean);
+}
+
+/** Loads the playbooks (configured dirs, disabled list, tool check) and registers read_skill over them. */
+export function openPlaybooks(config: ManagerConfig, registry: SkillRegistry, edgeSkills: () => Skill[], log: Logger): PlaybookRegistry {
+  // Registered first so the playbooks' tool check knows it; it reads the registry at call time.
+  registry.register(createReadSkill({ current: () => playbooks.current() }));
+  const playbooks: PlaybookRegistry = createPlaybookRegistry({
+    dirs: splitDirs(config.playbooks.dirs),
+    disabled: config.playbooks.disabled.split(",").map((n) => n.trim()).filter(Boolean),
+    tools: createToolCatalog({ registry, edgeSkills, hostPackDirs: splitDirs(config.packs.local_edge_dirs) }),
+    log,
+  });
+  return playbooks;
+}
+
+/** The manager's parts as openCore assembles them. */
+export type Core = Awaited<ReturnType<typeof openCore>> & { config: ManagerConfig; log: Logger };
+
+/** Opens storage, the registries and the router without listening: what the CLI needs to run skills in process. */
+export async function openCore(config: ManagerConfig, log: Logger) {
+  // The gate classifies exec calls with the same read roots and allowlist the edges are told to use.
+  try {
+    configureShellPolicy({ readRoots: splitDirs(config.skills.exec?.read_roots ?? "/var/log"), allowFile: config.skills.exec?.allow_file || undefined });
+  } catch (err) {
+    if (err instanceof ExecAllowError) throw new OngridError("invalid_argument", `skills.exec.allow_file: ${err.message}`, "fix the file (docs/security.md, \"Adding to the exec allowlist\"), or set skills.exec.allow_file to \"\" for the built-in allowlist");
+    throw err;
+  }
+  const registry = createManagerRegistry(log);
+  const packDirs = splitDirs(config.packs.dirs);
+  const packs = packDirs.length ? createPackSet({ dirs: packDirs, scope: "manager", registry, log }) : undefined;
+  packs?.rescan();
+  // Before the database opens: a missing generic_oncall stops the start with nothing to close.
+  let hub: Hub | undefined;
+  const playbooks = openPlaybooks(config, registry, () => (hub?.sessions() ?? []).flatMap((s) => [...s.skills.values()]), log);
+  const model = createModelClient(config.model, log);
+  const database = await openDatabase({ databaseUrl: config.database_url || undefined, dataDir: config.data_dir, log });
+  const audit = createAuditLog(database, { log });
+  const edges = createEdgeStore(database, hostname());
+  hub = createHub({
+    store: edges,
+    log,
+    managerVersion: MANAGER_VERSION,
+    heartbeatMs: parseDuration(config.tunnel.heartbeat_interval),
+    maxFrameBytes: config.tunnel.max_frame_bytes,
+    helloTimeoutMs: parseDuration(config.tunnel.hello_timeout),
+    outputCapBytes: config.skills.output_cap_bytes,
+  });
+  const identity = createIdentityStore(database, { tokenCacheMs: parseDuration(config.server.token_cache) });
+  const approvals = createApprovalStore(database);
+  const credentials = createCredentialStore(database, loadCredentialKey(config.credentials));
+  const metrics = createManagerMetrics({
+    knows: (key) => Boolean(registry.get(key)) || Boolean(hub?.offered(key)),
+    connectedEdges: () => hub?.connectedCount() ?? 0,
+    managerSkills: () => registry.size,
+    database,
+    version: MANAGER_VERSION,
+    log,
+    tokenLookups: () => identity.tokenLookups(),
+  });
+  const dispatcher = createDispatcher({ registry, audit, config, log, hub, edges, approvals, credentials, playbooks, onCall: metrics.observeCall });
+  const workflow = createApprovalWorkflow({ store: approvals, audit, log, run: dispatcher.runApproved, provenance: (userId, tokenId) => identity.provenance(userId, tokenId) });
+  const router = createRouter({
+    playbooks,
+    model,
+    recall: config.router.recall_dir ? createDirectoryRecall(config.router.recall_dir) : undefined,
+    recallLimit: config.router.recall_limit,
+    recallLevel: config.router.recall_level,
+    store: createRouteStore(database),
+    log,
+  });
+  const agent = createAgent({
+    registry,
+    hub,
+    dispatcher,
+    playbooks,
+    router,
+    sessions: createSessionStore(database),
+    model,
+    limits: { maxSteps: config.agent.max_steps, maxDurationMs: parseDuration(config.agent.max_duration), toolList: config.agent.tool_list },
+    log,
+  });
+  // The base tools (fleet, knowledge, observability, agent helpers) are manager skills like any other.
+  // Their background work (e.g. the knowledge index) starts once startManager serves; the CLI never starts it.
+  const serving: Array<() => () => Promise<void>> = [];
+  for (const tool of createBaseTools({ hub, edges, dispatcher, database, audit, approvals, config, log, agent: () => agent, onServe: (start) => serving.push(start) })) registry.register(tool);
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics };
+}
