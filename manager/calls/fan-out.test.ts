@@ -21,10 +21,11 @@ function fakes(n: number, run: (edgeId: string, signal: AbortSignal) => Promise<
   /** Slots taken and given back; refused: errors handed to refuse. */
   const slots = { taken: 0, released: 0, refused: [] as OngridError[] };
   const dispatcher = {
-    async execute(input: { edgeId: string; signal: AbortSignal; inFanOut?: true; shared?: unknown }) {
+    async fanOutCall(input: { edgeId: string; signal: AbortSignal }, work: unknown) {
       signals.push(input.signal);
-      inFanOut.push(input.inFanOut);
-      shared.push(input.shared);
+      // Every per-edge call goes through the dispatcher's fan-out entry point (no slot of its own).
+      inFanOut.push(true);
+      shared.push(work);
       await run(input.edgeId, input.signal);
       return { result: { success: true, output: input.edgeId, duration_ms: 0, truncated: false, edge_id: input.edgeId }, auditSeq: 1 };
     },

@@ -112,24 +112,24 @@ export async function* fanOutBatches(deps: { dispatcher: Dispatcher; hub: Hub },
   try {
     for (const edgeId of targets) {
       deps.dispatcher
-        .execute({
-          key: input.key,
-          params: input.params,
-          paramsJson: input.paramsJson,
-          edgeId,
-          sessionId: input.sessionId,
-          timeoutMs: input.perEdgeTimeoutMs,
-          caller: input.caller,
-          signal: cancel.signal,
-          mode: input.mode,
-          playbook: input.playbook,
-          noApproval: true,
-          inFanOut: true,
+        .fanOutCall(
+          {
+            key: input.key,
+            params: input.params,
+            paramsJson: input.paramsJson,
+            edgeId,
+            sessionId: input.sessionId,
+            timeoutMs: input.perEdgeTimeoutMs,
+            caller: input.caller,
+            signal: cancel.signal,
+            mode: input.mode,
+            playbook: input.playbook,
+          },
           shared,
-        })
+        )
         .then(
           (out) => {
-            const result = out.result!; // noApproval: a call is refused rather than parked
+            const result = out.result!; // a fan-out's call is refused rather than parked
             if (result.success) succeeded++;
             else if (result.error?.code === "deadline_exceeded") timedOut++;
             settled({ kind: "edge", edgeId, result, auditSeq: out.auditSeq });

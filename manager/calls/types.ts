@@ -49,16 +49,8 @@ export interface ExecuteInput {
   sop?: string;
   /** For a call that needs approval: wait until it ran (true) or return the pending request (false). */
   waitForApproval?: boolean;
-  /** Refuse instead of parking when approval would be needed (fan-out). */
+  /** Refuse instead of parking when approval would be needed (fan-out, the fleet tools). */
   noApproval?: boolean;
-  /**
-   * Internal, set only by fanOut for its per-edge calls: the call takes no slot of its user's
-   * (skills.max_calls_per_user), the fan-out holds one for all of them. The RPC layer builds
-   * ExecuteInput field by field, so a client cannot set it.
-   */
-  inFanOut?: true;
-  /** Internal, set only by fanOut: the work its per-edge calls share (see shareWork). */
-  shared?: SharedWork;
 }
 
 /**
@@ -66,7 +58,7 @@ export interface ExecuteInput {
  * parsed, and per skill object (edges offering the same metadata share one) the validated params,
  * their class and the gate's decision — all the same for every edge, since the caller, mode,
  * playbook and params are; and the params as the audit log stores them. Created by
- * `dispatcher.shareWork()` for one fan-out and dropped with it.
+ * `dispatcher.shareWork()` for one fan-out, handed to each `dispatcher.fanOutCall`, and dropped with it.
  */
 export interface SharedWork {
   parsed?: { raw: unknown; audit: PreparedJson };

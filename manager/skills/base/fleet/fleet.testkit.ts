@@ -85,6 +85,10 @@ export function fakeDeps(edges: FakeEdge[], answer: (input: ExecuteInput) => Ans
           : { success: false, output: null, error: { code: a.error.code, message: a.error.message, hint: a.error.hint ?? "" }, duration_ms: 1, truncated: false, edge_id: input.edgeId ?? "" };
       return { result, auditSeq: n };
     },
+    // As the real dispatcher's: a fan-out's call is execute with noApproval (refused, never parked).
+    fanOutCall(input: ExecuteInput) {
+      return dispatcher.execute({ ...input, noApproval: true });
+    },
     async refuse(_input: ExecuteInput, err: OngridError): Promise<never> {
       throw new AuditedError(err, 0);
     },

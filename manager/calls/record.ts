@@ -1,0 +1,113 @@
+/**
+ * A call's audit row (B3, H1): written on every outcome, by one function, and the one
+ * run-and-record path every call ends in — direct, approved and fanned out alike.
+ */
+import type { Logger } from "pino";
+import { OngridError } from "../../skill/errors.ts";
+import { redactString } from "../../skill/redact.ts";
+import type { ResultEnvelope } from "../../skill/types.ts";
+import { PreparedJson } from "../audit/record.ts";
+import { auditRecord, type AuditLog } from "../audit/types.ts";
+import type { Caller } from "../identity/caller.ts";
+import { AuditedError, type CallObservation, type ExecuteOutput } from "./types.ts";
+
+/** Whom a row is about: the skill, where it ran, the session and the caller. */
+export interface Who {
+  key: string;
+  edgeId: string;
+  sessionId: string;
+  caller: Caller;
+}
+
+/** What is known of a call while it is being decided, for its audit row. */
+export interface Trail {
+  args: unknown;
+  decision: string;
+  decisionReason: string;
+  approvalId: string;
+  sopHash: string;
+  approvedBy: string;
+}
+
+/** A trail that knows only the call's arguments. */
+export function newTrail(args: unknown): Trail {
+  return { args, decision: "", decisionReason: "", approvalId: "", sopHash: "", approvedBy: "" };
+}
+
+/** What a call's work ended in: an envelope (from an edge's hub, already redacted, or run here), or a request parked for approval (which wrote its own row). */
+export type Settled = { result: ResultEnvelope; fromEdge: boolean } | { parked: ExecuteOutput };
+
+/** What the recorder needs. */
+export interface RecorderDeps {
+  audit: AuditLog;
+  log: Logger;
+  /** Told of every call as its audit row is written (the manager's /metrics counts them); must not throw. */
+  onCall?: (call: CallObservation) => void;
+}
+
+/** Creates the recorder: record writes one row, settle runs a call's work and records whatever it ends in. */
+export function createRecorder({ audit, log, onCall }: RecorderDeps) {
+  /** An error as the OngridError a caller is shown; anything else is logged (redacted) and shown as internal. */
+  function asOngrid(err: unknown): OngridError {
+    if (err instanceof OngridError) return err;
+    log.error({ err: { message: redactString(String((err as Error)?.message ?? err)), stack: redactString(String((err as Error)?.stack ?? "")) } }, "unexpected error while dispatching a call");
+    return new OngridError("internal", "internal error while dispatching the call; see the manager log");
+  }
+
+  /** Writes the row of a call and returns its seq. */
+  async function record(who: Who, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string; fromEdge?: boolean }): Promise<number> {
+    try {
+      onCall?.({ key: who.key, edgeId: who.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: Date.now() - startedAt.getTime() });
+    } catch (err) {
+      log.warn({ err: (err as Error)?.message }, "a call observer failed");
+    }
+    const row = await audit.append(
+      auditRecord({
+        sessionId: who.sessionId,
+        toolName: who.key,
+        args: trail.args,
+        // An edge's envelope was redacted by the hub: the log checks it but does not redact it again.
+        result: outcome.fromEdge && outcome.result ? PreparedJson.ofRedacted(outcome.result) : outcome.result,
+        error: outcome.error,
+        deviceId: who.edgeId,
+        startedAt,
+        callerUserId: who.caller.userId,
+        callerRole: who.caller.role,
+        decision: trail.decision,
+        decisionReason: trail.decisionReason,
+        approvalId: trail.approvalId,
+        sopHash: trail.sopHash,
+        approvedBy: trail.approvedBy,
+        onBehalfOf: who.caller.onBehalfOf ?? "",
+      }),
+    );
+    return row.seq;
+  }
+
+  /**
+   * The one run-and-record path: runs a call's work and writes its row, whatever it ends in. A
+   * refusal or failure is recorded and thrown as AuditedError carrying the row (`onError` may
+   * amend the trail first); an envelope is recorded with the result; a parked request already has
+   * its row.
+   */
+  async function settle(who: Who, trail: Trail, startedAt: Date, work: () => Promise<Settled>, onError?: (e: OngridError, trail: Trail) => void): Promise<ExecuteOutput> {
+    let done: Settled;
+    try {
+      done = await work();
+    } catch (err) {
+      const e = asOngrid(err);
+      onError?.(e, trail);
+      const seq = await record(who, trail, startedAt, { result: null, error: `${e.code}: ${e.message}` });
+      throw new AuditedError(e, seq);
+    }
+    if ("parked" in done) return done.parked;
+    const { result, fromEdge } = done;
+    const seq = await record(who, trail, startedAt, { result, error: result.success ? "" : `${result.error?.code}: ${result.error?.message}`, fromEdge });
+    return { result, auditSeq: seq };
+  }
+
+  return { asOngrid, record, settle };
+}
+
+/** The recorder's interface. */
+export type Recorder = ReturnType<typeof createRecorder>;
