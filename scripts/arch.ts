@@ -40,9 +40,9 @@ export function importsOf(rel: string): string[] {
 }
 
 /** The import graph's strongly connected components of more than one file (and files importing themselves). */
-export function importCircles(files: string[]): string[][] {
+export function importCircles(files: string[], edgesOf: (file: string) => string[] = importsOf): string[][] {
   const set = new Set(files);
-  const edges = new Map(files.map((f) => [f, importsOf(f).filter((t) => set.has(t))]));
+  const edges = new Map(files.map((f) => [f, edgesOf(f).filter((t) => set.has(t))]));
   let index = 0;
   const idx = new Map<string, number>();
   const low = new Map<string, number>();

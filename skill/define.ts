@@ -40,3 +40,11 @@ export function defineSkill<P = Record<string, unknown>>(def: SkillDefinition<P>
 export function defineSkill(def: unknown): SkillDefinition {
   return def as SkillDefinition;
 }
+
+/** A builtin's metadata without its executor: the catalog both sides read (skill/catalog/), the edge adding the executor. */
+export type DeclarativeSkillMeta<S extends ParamSchema> = Omit<DeclarativeSkillDefinition<S>, "execute">;
+
+/** Declares a builtin's metadata, its params typed as defineSkill would infer them. */
+export function defineSkillMeta<const S extends ParamSchema>(meta: DeclarativeSkillMeta<S>): DeclarativeSkillMeta<S> {
+  return meta;
+}

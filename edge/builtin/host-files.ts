@@ -6,6 +6,7 @@ import { constants, type Dir, type Stats } from "node:fs";
 import { lstat, open, opendir, readFile, statfs, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { defineSkill } from "../../skill/define.ts";
+import { HOST_FILES } from "../../skill/catalog/host-files.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { SkillError } from "../../skill/errors.ts";
 import { confine, insideAny, loadRoots as loadAllowedRoots, MAX_SYMLINK_HOPS, openedPath, shownRoots, type Roots } from "./confine.ts";
@@ -241,23 +242,7 @@ async function walk(start: string, depth: number, maxEntries: number, until: num
 }
 
 export default defineSkill({
-  key: "host_files",
-  name: "Disk usage",
-  description:
-    "Report disk usage: without path, every real filesystem's size, used and available bytes, use % and inode use %, fullest first; with path (inside the configured allowed roots), the largest files and directories under it, like du. Use when a disk is filling up or a write fails with ENOSPC, to find which filesystem and then which directory is responsible.",
-  class: "safe",
-  scope: "host",
-  category: "host",
-  params: {
-    path: { type: "string", description: "Absolute directory to measure, inside the edge's allowed roots; omit to list filesystems.", pattern: "^/[^\\u0000]*$", max: 4096 },
-    depth: { type: "integer", description: "How many directory levels below path to list (0 = only the total).", min: 0, max: 3, default: 1 },
-    limit: { type: "integer", description: "How many filesystems or entries to return, largest first.", min: 1, max: 200, default: 20 },
-    all_filesystems: { type: "boolean", description: "Also list pseudo filesystems (proc, sysfs, cgroup, tmpfs, squashfs, …) and bind mounts.", default: false },
-  },
-  resultPreview: JSON.stringify({
-    filesystems: [{ mount: "/", device: "/dev/vda1", fs_type: "ext4", read_only: false, size_bytes: 270_549_000_192, used_bytes: 24_696_061_952, avail_bytes: 232_080_334_848, used_pct: 9.6, inodes_used_pct: 2.6 }],
-    total: 1,
-  }),
+  ...HOST_FILES,
   async execute(ctx, params) {
     if (params.path === undefined) return filesystems(ctx.signal, params.all_filesystems, params.limit);
 

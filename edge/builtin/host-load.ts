@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { defineSkill } from "../../skill/define.ts";
+import { HOST_LOAD } from "../../skill/catalog/host-load.ts";
 
 function pct(part: number, whole: number): number | null {
   return whole > 0 ? Math.round((part / whole) * 1000) / 10 : null;
@@ -28,25 +29,7 @@ async function readText(file: string, signal: AbortSignal): Promise<string | und
 }
 
 export default defineSkill({
-  key: "host_load",
-  name: "Host load snapshot",
-  description:
-    "Report the host's load averages (1, 5, 15 min) against its CPU count, uptime, running/total tasks, and memory and swap use. Use first when a host is reported slow, unresponsive or out of memory, before drilling into host_processes or host_files.",
-  class: "safe",
-  scope: "host",
-  category: "host",
-  params: {},
-  resultPreview: JSON.stringify({
-    hostname: "web-1",
-    uptime_s: 864000,
-    loadavg: [0.42, 0.55, 0.61],
-    cpus: 4,
-    load_per_cpu: 0.11,
-    tasks: { running: 1, total: 312 },
-    memory: { total_bytes: 8_254_390_272, available_bytes: 5_368_709_120, used_bytes: 2_885_681_152, used_pct: 35 },
-    swap: { total_bytes: 2_147_479_552, free_bytes: 2_147_479_552, used_bytes: 0, used_pct: 0 },
-    source: "proc",
-  }),
+  ...HOST_LOAD,
   async execute(ctx) {
     const proc = typeof ctx.settings.proc_root === "string" && ctx.settings.proc_root ? ctx.settings.proc_root : "/proc";
     const [loadText, memText, upText] = await Promise.all(["loadavg", "meminfo", "uptime"].map((f) => readText(path.join(proc, f), ctx.signal)));

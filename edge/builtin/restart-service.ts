@@ -1,6 +1,7 @@
 /** restart_service (D5): restart or reload one systemd service, then report the state it is in. */
 import { existsSync, readFileSync } from "node:fs";
 import { defineSkill } from "../../skill/define.ts";
+import { RESTART_SERVICE } from "../../skill/catalog/restart-service.ts";
 import { SkillError } from "../../skill/errors.ts";
 import { ProcessStartError, runProcess, SYSTEM_PATH, type ProcessResult } from "../../skill/subprocess.ts";
 
@@ -25,30 +26,7 @@ function unavailable(detail: string): SkillError {
 }
 
 export default defineSkill({
-  key: "restart_service",
-  name: "Restart a systemd service",
-  description:
-    "Restart, reload or try-restart one systemd service and report its state afterwards (ActiveState, SubState, MainPID). Use when a diagnosis shows a service is hung, leaking or running stale configuration and a restart is the agreed remedy; it changes the host, so every call needs approval. Only .service units are accepted.",
-  class: "mutating",
-  scope: "host",
-  category: "service",
-  params: {
-    unit: {
-      type: "string",
-      description: "The service unit, e.g. nginx or nginx.service or getty@tty1.service.",
-      required: true,
-      min: 1,
-      max: 256,
-      pattern: "^[A-Za-z0-9_@][A-Za-z0-9@._\\\\:-]*$",
-    },
-    mode: {
-      type: "enum",
-      description: "restart (stop and start), reload (re-read configuration, keeps the process) or try-restart (restart only if running).",
-      values: ["restart", "reload", "try-restart"],
-      default: "restart",
-    },
-  },
-  resultPreview: JSON.stringify({ unit: "nginx.service", mode: "restart", active_state: "active", sub_state: "running", main_pid: 4242, duration_ms: 812 }),
+  ...RESTART_SERVICE,
   async execute(ctx, params) {
     const unit = params.unit.endsWith(".service") ? params.unit : `${params.unit}.service`;
     if (NON_SERVICE.test(params.unit)) {

@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { pino } from "pino";
 import { createManagerRegistry } from "../skills/builtin/index.ts";
-import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
+import { hostSkillDefinitions } from "../../skill/catalog/index.ts";
 import { createPackSet } from "../../skill/pack/loader.ts";
 import { formatProblem } from "../../skill/pack/manifest.ts";
 import { effectiveClass } from "../../skill/registry.ts";
@@ -75,7 +75,7 @@ export function addClassifyCommand(cmd: Command): void {
       }
       const silent = pino({ level: "silent" });
       const registry = createManagerRegistry();
-      for (const def of EDGE_BUILTINS) if (!registry.get(def.key)) registry.register(def);
+      for (const def of hostSkillDefinitions()) if (!registry.get(def.key)) registry.register(def);
       if (opts.packDir.length) {
         const r = createPackSet({ dirs: opts.packDir, scope: "host", registry, log: silent }).rescan();
         for (const p of r.problems) console.error(`refused: ${formatProblem(p)}`);

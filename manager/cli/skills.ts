@@ -16,7 +16,7 @@ import type { SkillDefinition } from "../../skill/types.ts";
 import { pino } from "pino";
 import { metadataToProto, resultToProto } from "../rpc/convert.ts";
 import { MANAGER_BUILTINS, createManagerRegistry } from "../skills/builtin/index.ts";
-import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
+import { hostSkillDefinitions } from "../../skill/catalog/index.ts";
 import { baseToolDeclarations } from "../skills/index.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { addClassifyCommand } from "./classify.ts";
@@ -191,7 +191,7 @@ export function skillsCommand(): Command {
         // Lint the metadata exactly as written in skill.json (the registry's normalised copy would hide an omitted field).
         for (const spec of set.specs().values()) packDefs.push({ ...toMetadata(spec), execute: async () => null });
       }
-      const all = [...MANAGER_BUILTINS, ...baseToolDeclarations(), ...EDGE_BUILTINS, ...packDefs];
+      const all = [...MANAGER_BUILTINS, ...baseToolDeclarations(), ...hostSkillDefinitions(), ...packDefs];
       const findings = lintRegistry(all);
       if (opts.json) console.log(JSON.stringify(findings, null, 2));
       else console.log(`${findings.length ? formatFindings(findings) + "\n" : ""}${all.length} skills checked`);

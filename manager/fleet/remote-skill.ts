@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { toBinary } from "@bufbuild/protobuf";
 import { classFromProto } from "../../skill/proto.ts";
 import { MetadataSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
-import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
+import { hostSkillDefinitions } from "../../skill/catalog/index.ts";
 
 const TYPES: Partial<Record<ParamType, ParamSpec["type"]>> = {
   [ParamType.STRING]: "string",
@@ -26,7 +26,7 @@ const TYPES: Partial<Record<ParamType, ParamSpec["type"]>> = {
  * manager never takes an edge's word for class, risk, schema or description (one edge cannot
  * rewrite the tool text the fleet's LLM sees, nor declare `restart_service` safe).
  */
-const KNOWN = new Map(EDGE_BUILTINS.map((def) => [def.key, buildSkill({ ...def, scope: "host" })]));
+const KNOWN = new Map(hostSkillDefinitions().map((def) => [def.key, buildSkill({ ...def, scope: "host" })]));
 
 /** Skills built from edge metadata, by a hash of the metadata bytes: a thousand identical hellos compile once. */
 const cache = new Map<string, Skill>();

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
+import { hostSkillDefinitions } from "../../skill/catalog/index.ts";
 import { readManifest, toMetadata } from "../../skill/pack/manifest.ts";
 import { buildSkill } from "../../skill/registry.ts";
 import type { SkillRegistry } from "../../skill/registry.ts";
@@ -40,7 +40,7 @@ function packSkills(dirs: readonly string[]): Skill[] {
 
 /** Builds the catalog function the playbook registry calls at each load. */
 export function createToolCatalog(o: { registry: SkillRegistry; edgeSkills: () => Iterable<Skill>; hostPackDirs: readonly string[] }): () => ToolCatalog {
-  const builtins = EDGE_BUILTINS.map((d) => buildSkill(d));
+  const builtins = hostSkillDefinitions().map((d) => buildSkill(d));
   return () => {
     const tools = new Map<string, Skill | null>();
     for (const s of [...builtins, ...packSkills([BUNDLED_PACK_DIR, ...o.hostPackDirs]), ...o.edgeSkills(), ...o.registry.list()]) tools.set(s.meta.key, s);
