@@ -7,6 +7,7 @@ import { buildSkill } from "../../skill/registry.ts";
 import { runSkill } from "../../skill/run.ts";
 import { validateParams } from "../../skill/validate.ts";
 import hostNetnsInspect from "./host-netns-inspect.ts";
+import { requiredUnderCi } from "../../test/support/ci.ts";
 
 const skill = buildSkill(hostNetnsInspect);
 const log = pino({ level: "silent" });
@@ -78,3 +79,5 @@ describe("host_netns_inspect", () => {
     for (const namespace of ["-all", "../x", "a/b", "a b", ""]) expect(() => validateParams(skill, { namespace }), namespace).toThrow(/namespace/);
   });
 });
+
+requiredUnderCi("the real-namespace tests", () => skipReason || undefined);

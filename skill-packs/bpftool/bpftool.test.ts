@@ -2,6 +2,7 @@ import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { asNobody, fakeTool, isRoot, loadPack, outputOf, scratchDir, sh, suffix, systemCommand, withEnv } from "../pack-kit.ts";
+import { requiredUnderCi } from "../../test/support/ci.ts";
 
 const pack = loadPack(import.meta.dirname);
 const BPFTOOL = systemCommand("bpftool");
@@ -128,3 +129,5 @@ describe("bpftool pack without bpftool", () => {
     expect(fake.calls()).toEqual([["-j", "prog", "show"]]);
   });
 });
+
+requiredUnderCi("the bpftool pack against real eBPF objects", () => noObjects || undefined);

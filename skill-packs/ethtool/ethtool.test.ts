@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fakeTool, isRoot, loadPack, outputOf, scratchDir, sh, suffix, systemCommand, trySh, withEnv } from "../pack-kit.ts";
+import { requiredUnderCi } from "../../test/support/ci.ts";
 
 const pack = loadPack(import.meta.dirname);
 const IP = systemCommand("ip");
@@ -154,3 +155,5 @@ describe("ethtool pack without ethtool", () => {
     expect(env.error).toMatchObject({ code: "tool_missing", hint: expect.stringMatching(/install the ethtool package/) });
   });
 });
+
+requiredUnderCi("the ethtool pack against the real ethtool", () => skipReason || undefined);

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { asNobody, fakeTool, isRoot, loadPack, outputOf, scratchDir, sh, suffix, systemCommand, trySh, withEnv } from "../pack-kit.ts";
+import { requiredUnderCi } from "../../test/support/ci.ts";
 
 const pack = loadPack(import.meta.dirname);
 const NFT = systemCommand("nft");
@@ -124,3 +125,5 @@ describe("nft pack without nft", () => {
     expect(fake.calls()[0]).toEqual(["-j", "list", "ruleset"]);
   });
 });
+
+requiredUnderCi("the nft pack against the real nft", () => skipReason || undefined);
