@@ -34,7 +34,7 @@ function script(o: { route?: Reply; plan?: Reply; verdict?: Reply; turns: Reply[
   return (body: any): Reply => {
     const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
     if (schema === "route_choice") return o.route ?? { json: { is_oncall: true, skill_name: "host_resource_diagnosis", confidence: 0.9, reason: "load" } };
-    if (schema === "diagnosis_plan") return o.plan ?? { json: { selected_skill: "host_resource_diagnosis", selection_reason: "cpu and logs", plan: ["check load", "read the app log"] } };
+    if (schema === "diagnosis_plan") return o.plan ?? { json: { reason: "cpu and logs", plan: ["check load", "read the app log"] } };
     if (schema === "verdict") return o.verdict ?? { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
     if (String(body.messages?.[0]?.content ?? "").startsWith("Summarise this condensed tool output")) return { content: "MODEL-SUMMARY: one disk quota error at 11:00" };
     return turns.shift() ?? { content: "# Report\n\nNothing more." };
@@ -193,7 +193,7 @@ describe("a session with a model", () => {
 
   it("agent.tool_list on_demand (the default): full definitions for the tools the plan names, a catalogue of the rest in load_tools; loaded tools join the list", async () => {
     use(script({
-      plan: { json: { selected_skill: "host_resource_diagnosis", selection_reason: "cpu and logs", plan: ["check host_load", "read the app log"] } },
+      plan: { json: { reason: "cpu and logs", plan: ["check host_load", "read the app log"] } },
       turns: [
         { toolCalls: [{ name: "load_tools", arguments: { names: ["tail_file", "restart_service", "no_such_tool"] } }] },
         { toolCalls: [{ name: "load_tools", arguments: { names: ["restart_service"] } }, { name: "load_tools", arguments: { names: "tail_file" } }] },
@@ -267,11 +267,15 @@ describe("a session with a model", () => {
     }
   });
 
-  it("keeps the router's playbook (what the gate enforces) when the planner prefers another, and says so", async () => {
-    use(script({ plan: { json: { selected_skill: "container_diagnosis", selection_reason: "pods?", plan: ["look at pods"] } }, turns: [{ content: "# Report\n\nok" }] }));
+  it("plans under the router's playbook (what the gate enforces): the planner is told it and asked for steps, not for a playbook", async () => {
+    use(script({ plan: { json: { reason: "pods?", plan: ["look at pods"] } }, turns: [{ content: "# Report\n\nok" }] }));
+    const before = model.requests.length;
     const events = await diagnose(await makeUser(m, "pam", "operator"), "host is slow");
     const plan = events.find((e) => e.type === "plan")!.data;
-    expect(plan.reason).toMatch(/^host_resource_diagnosis: pods\? \(the planner preferred "container_diagnosis"; the router's playbook stays in force\)$/);
+    expect(plan).toMatchObject({ source: "planner", steps: ["look at pods"], reason: "host_resource_diagnosis: pods?" });
+    const planner = model.requests.slice(before).find((r) => r.body.response_format?.json_schema?.name === "diagnosis_plan")!.body;
+    expect(Object.keys(planner.response_format.json_schema.schema.properties)).toEqual(["reason", "plan"]);
+    expect(JSON.stringify(planner.messages)).toContain("Playbook: host_resource_diagnosis: ");
     expect(events.find((e) => e.type === "tool_call")!.data.args).toEqual({ skill_name: "host_resource_diagnosis" });
   });
 
@@ -337,7 +341,7 @@ describe("approvals and bounds", () => {
   const cacheScript = () =>
     script({
       route: { json: { is_oncall: true, skill_name: "cache_ops", confidence: 0.9, reason: "cache" } },
-      plan: { json: { selected_skill: "cache_ops", selection_reason: "cache", plan: ["flush"] } },
+      plan: { json: { reason: "cache", plan: ["flush"] } },
       turns: [{ toolCalls: [{ name: "cache_flush", arguments: {} }] }, { content: "# Report\n\nFlush requested [2]." }],
     });
 

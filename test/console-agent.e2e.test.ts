@@ -42,7 +42,7 @@ function script(o: { route?: Reply; plan?: Reply; verdict?: Reply; turns: Reply[
   return (body: any): Reply => {
     const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
     if (schema === "route_choice") return o.route ?? { json: { is_oncall: true, skill_name: "generic_oncall", confidence: 0.5, reason: "default" } };
-    if (schema === "diagnosis_plan") return o.plan ?? { json: { selected_skill: "generic_oncall", selection_reason: "default", plan: ["look"] } };
+    if (schema === "diagnosis_plan") return o.plan ?? { json: { reason: "default", plan: ["look"] } };
     if (schema === "verdict") return o.verdict ?? { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
     if (String(body.messages?.[0]?.content ?? "").startsWith("Summarise this condensed tool output")) return { content: "summary" };
     return turns.shift() ?? { content: "# Report\n\nNothing more." };
@@ -230,7 +230,7 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
   it("diagnoses with a model: the model's playbook choice, the tool call it asked for with its real result, the report and the verifier's flagged claim", async () => {
     current = script({
       route: { json: { is_oncall: true, skill_name: "network_diagnosis", confidence: 0.93, reason: "MODEL-ROUTE: an HTTP health check fails" } },
-      plan: { json: { selected_skill: "network_diagnosis", selection_reason: "probe the URL from the edge", plan: ["probe the health URL", "compare with a TCP connect"] } },
+      plan: { json: { reason: "probe the URL from the edge", plan: ["probe the health URL", "compare with a TCP connect"] } },
       turns: [
         // the same call twice: the second is answered from the first result and does not run again
         { toolCalls: [{ name: "probe_http", arguments: { edge_id: "chat-model-edge", url: `${webUrl}/ready` } }, { name: "probe_http", arguments: { edge_id: "chat-model-edge", url: `${webUrl}/ready` } }] },

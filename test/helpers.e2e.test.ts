@@ -328,7 +328,7 @@ describe("agent_tool bounds", () => {
     current = (body: any): Reply => {
       const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
       if (schema === "route_choice") return { json: { is_oncall: true, skill_name: "generic_oncall", confidence: 0.9, reason: "triage" } };
-      if (schema === "diagnosis_plan") return { json: { selected_skill: "generic_oncall", selection_reason: "triage", plan: ["ask a worker"] } };
+      if (schema === "diagnosis_plan") return { json: { reason: "triage", plan: ["ask a worker"] } };
       if (schema === "verdict") return { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
       turn++;
       if (turn === 1) return { toolCalls: [{ name: "agent_tool", arguments: { question: "is the database on db-01 healthy?" } }] };
@@ -354,7 +354,7 @@ describe("agent_tool and the playbook whitelist (F3)", () => {
     current = (body: any): Reply => {
       const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
       if (schema === "route_choice") return { json: { is_oncall: true, skill_name: route, confidence: 0.9, reason: "a failing unit" } };
-      if (schema === "diagnosis_plan") return { json: { selected_skill: route, selection_reason: "a failing unit", plan: ["check the unit"] } };
+      if (schema === "diagnosis_plan") return { json: { reason: "a failing unit", plan: ["check the unit"] } };
       if (schema === "verdict") return { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
       if (!Array.isArray(body.tools)) return { content: "summary" };
       offered.push(offeredTools(body).all);

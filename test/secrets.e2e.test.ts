@@ -137,7 +137,7 @@ function reply(body: any): Reply {
   }
   const schema = body.response_format?.json_schema?.name ?? (JSON.stringify(body.messages).includes("route_choice") ? "route_choice" : undefined);
   if (schema === "route_choice") return { json: { is_oncall: true, skill_name: "host_resource_diagnosis", confidence: 0.9, reason: `login used password=${PASSWORD}` } };
-  if (schema === "diagnosis_plan") return { json: { selected_skill: "host_resource_diagnosis", selection_reason: `Authorization: Bearer ${BEARER_TOKEN}`, plan: [`try password=${PASSWORD}`, PLANTED] } };
+  if (schema === "diagnosis_plan") return { json: { reason: `Authorization: Bearer ${BEARER_TOKEN}`, plan: [`try password=${PASSWORD}`, PLANTED] } };
   if (schema === "verdict") return { json: { verdict: "supported", unsupported_claims: [`password=${PASSWORD}`], notes: PLANTED } };
   return { content: `# Report\n\nThe service failed. Details:\n\n${PLANTED}\n\nAlso seen: Authorization: Bearer ${BEARER_TOKEN}` };
 }

@@ -127,7 +127,7 @@ function measureToolLists(m: Manager) {
 function respond(body: any): Reply {
   const schema = body?.response_format?.json_schema?.name;
   if (schema === "route_choice") return { json: { is_oncall: true, skill_name: PLAYBOOK, confidence: 0.9, reason: "load" } };
-  if (schema === "diagnosis_plan") return { json: { selected_skill: PLAYBOOK, selection_reason: "load first", plan: ["check load", "check it again"] } };
+  if (schema === "diagnosis_plan") return { json: { reason: "load first", plan: ["check load", "check it again"] } };
   if (schema === "verdict") return { json: { verdict: "supported", unsupported_claims: [], notes: "" } };
   const executorCalls = (body?.messages ?? []).filter((m: any) => m.role === "tool" && m.tool_call_id !== "call_read_skill").length;
   if (executorCalls < EXECUTOR_TOOL_TURNS) return { toolCalls: [{ name: "host_load", arguments: { edge_id: EDGE_ID } }] };

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { defineSkill } from "../../../skill/define.ts";
 import { buildSkill } from "../../../skill/registry.ts";
 import type { SkillDefinition } from "../../../skill/types.ts";
-import { loadTools } from "../session/model-path.ts";
+import { loadTools } from "../session/executor.ts";
 import { catalogueLine, executorTools, LOAD_TOOLS, toFunctionTool, toolsNamedIn, type BridgedTool } from "./tools.ts";
 
 function tool(key: string, description: string, o: { class?: "safe" | "mutating"; scope?: "host" | "manager" } = {}): BridgedTool {

@@ -21,7 +21,9 @@ import { systemCaller } from "../bridge/call.ts";
 import { condense } from "./condense.ts";
 import { createEvidence, type EvidenceItem } from "./evidence.ts";
 import { metered, type ModelClient, type ModelUsage } from "../llm.ts";
-import { runModelPath } from "./model-path.ts";
+import { runPlanner } from "./planner.ts";
+import { runExecutor } from "./executor.ts";
+import { runVerifier } from "./verifier.ts";
 import { toolResultEvent, type AgentEvent, type AgentLimits } from "./events.ts";
 import type { RouteDecision, Router } from "../router/router.ts";
 import type { SessionStore } from "./store.ts";
@@ -145,17 +147,18 @@ export function createAgent(deps: AgentDeps) {
       const evidence = createEvidence({ dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: model ? modelCondenser(model, text, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
 
       if (model) {
-        const events = runModelPath({ model, playbooks: deps.playbooks, playbook, text, edgeId, offered, evidence, limits: deps.limits, deadline, signal: bounded, log: deps.log });
+        // Planner, Executor, Verifier in turn. The stored plan is the last one: a replan's, if any.
+        let plan = await runPlanner({ model, playbook, text, signal: bounded });
+        yield plan;
         let report = "";
-        let verdict: Extract<AgentEvent, { type: "verdict" }> | undefined;
-        let plan: unknown;
-        for await (const ev of events) {
+        for await (const ev of runExecutor({ model, playbook: playbook.name, text, steps: plan.steps, edgeId, offered, evidence, limits: deps.limits, deadline, signal: bounded, log: deps.log })) {
           if (ev.type === "report") report = ev.markdown;
-          if (ev.type === "verdict") verdict = ev;
           if (ev.type === "plan") plan = ev;
           yield ev;
         }
-        yield await finish("done", "diagnosis finished", { path: "model", report, verdict: verdict ?? null, plan: plan ?? null, toolCalls: evidence.items().length });
+        const verdict = await runVerifier({ model, report, evidence: evidence.items(), signal: bounded });
+        yield verdict;
+        yield await finish("done", "diagnosis finished", { path: "model", report, verdict, plan, toolCalls: evidence.items().length });
         return;
       }
 

@@ -1,6 +1,6 @@
 /** What a diagnosis session tells its caller, in order, and the bounds it runs within. */
 import type { EvidenceItem } from "./evidence.ts";
-import type { ModelUsage } from "../llm.ts";
+import { ModelError, type ModelUsage } from "../llm.ts";
 import type { RouteDecision } from "../router/router.ts";
 import type { ToolListMode } from "../bridge/tools.ts";
 
@@ -27,4 +27,9 @@ export interface AgentLimits {
 /** A tool_result event from an evidence item. */
 export function toolResultEvent(item: EvidenceItem): AgentEvent {
   return { type: "tool_result", step: item.step, tool: item.tool, success: item.success, content: item.content, deduped: item.deduped, auditSeq: item.auditSeq, ...(item.pendingApproval ? { pendingApproval: item.pendingApproval } : {}) };
+}
+
+/** Why a model call failed, as plan and verdict events name it: the failure class, else the message. */
+export function failureOf(err: unknown): string {
+  return err instanceof ModelError ? err.failure : err instanceof Error ? err.message : String(err);
 }

@@ -1,64 +1,28 @@
 /**
- * The model path of a session (J2): the Planner sees playbook names and descriptions only and
- * returns a validated plan (a failure uses the playbook's fallback plan); the Executor reads the
- * chosen playbook with read_skill and calls only the offered tools, bounded in steps and time;
- * the Verifier, without tools, checks the report against the evidence.
+ * The Executor of a session (J2): reads the router's playbook with read_skill (a real, audited
+ * call), then calls only the offered tools, bounded in steps and time, and writes the report. It
+ * may revise the remaining plan (update_plan) and, with agent.tool_list on_demand, load tool
+ * definitions from a catalogue (load_tools); both are the agent's own, not skills.
  */
 import { redact } from "../../../skill/redact.ts";
 import type { Logger } from "pino";
-import { describeSteps, type Playbook } from "../../playbooks/parse.ts";
-import type { PlaybookRegistry } from "../../playbooks/registry.ts";
-import type { AgentEvent, AgentLimits } from "./events.ts";
-import { toolResultEvent } from "./events.ts";
+import { toolResultEvent, failureOf, type AgentEvent, type AgentLimits } from "./events.ts";
 import { evidenceText, type createEvidence } from "./evidence.ts";
-import { ModelError, type ChatMessage, type ModelClient } from "../llm.ts";
+import type { ChatMessage, ModelClient } from "../llm.ts";
 import { executorTools, LOAD_TOOLS, MAX_LOAD, toolsNamedIn, type BridgedTool, type FunctionTool } from "../bridge/tools.ts";
 
-/** The planner's structured answer. */
-export const PLAN_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  required: ["selected_skill", "selection_reason", "plan"],
-  properties: {
-    selected_skill: { type: "string", maxLength: 64 },
-    selection_reason: { type: "string", maxLength: 500 },
-    plan: { type: "array", minItems: 1, maxItems: 10, items: { type: "string", minLength: 1, maxLength: 300 } },
-  },
-} as const;
-
-/** The verifier's structured answer. */
-export const VERDICT_SCHEMA = {
-  type: "object",
-  additionalProperties: false,
-  required: ["verdict", "unsupported_claims", "notes"],
-  properties: {
-    verdict: { enum: ["supported", "unsupported_claims"] },
-    unsupported_claims: { type: "array", maxItems: 20, items: { type: "string", maxLength: 500 } },
-    notes: { type: "string", maxLength: 1000 },
-  },
-} as const;
-
-interface Plan {
-  selected_skill: string;
-  selection_reason: string;
-  plan: string[];
-}
-interface Verdict {
-  verdict: "supported" | "unsupported_claims";
-  unsupported_claims: string[];
-  notes: string;
-}
-
-/** What the model path needs from the session. */
-export interface ModelPathInput {
+/** What the executor is given. */
+export interface ExecutorInput {
   model: ModelClient;
-  playbooks: PlaybookRegistry;
-  playbook: Playbook;
+  /** The router's playbook, by name: the executor reads its body with read_skill. */
+  playbook: string;
   /** The incident text, redacted. */
   text: string;
+  /** The plan to start from (the planner's, or the fallback steps). */
+  steps: string[];
   edgeId?: string;
   offered: ReadonlyMap<string, BridgedTool>;
-  evidence: ReturnType<typeof createEvidence>;
+  evidence: Pick<ReturnType<typeof createEvidence>, "call" | "items">;
   limits: AgentLimits;
   deadline: number;
   signal?: AbortSignal;
@@ -108,35 +72,9 @@ export function loadTools(argumentsJson: string, offered: ReadonlyMap<string, Br
   return { success: true, output: out };
 }
 
-const failure = (err: unknown) => (err instanceof ModelError ? err.failure : err instanceof Error ? err.message : String(err));
-
-/** Runs planner, executor and verifier, yielding the session's events. */
-export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEvent> {
-  // Planner: metadata only (names and descriptions), never bodies or tools.
-  const playbook = o.playbook;
-  const menu = [...o.playbooks.current().playbooks.values()].map((p) => `- ${p.name}: ${p.description}`).join("\n");
-  let steps: string[];
-  try {
-    const res = await o.model.structured<Plan>({
-      schemaName: "diagnosis_plan",
-      schema: PLAN_SCHEMA as unknown as Record<string, unknown>,
-      signal: o.signal,
-      messages: [
-        { role: "system", content: "You are the planner of an SRE diagnosis agent. Choose the playbook (selected_skill, from the list) and write an ordered plan of evidence to collect: short steps, most informative first. You cannot run tools; the executor will." },
-        { role: "system", content: `Playbooks:\n${menu}\n\nThe router chose: ${o.playbook.name}.` },
-        { role: "user", content: `Incident:\n<<<\n${o.text}\n>>>` },
-      ],
-    });
-    // The router's playbook stays: its allowed_tools are what the gate enforces for this session.
-    const other = res.value.selected_skill !== playbook.name ? ` (the planner preferred "${res.value.selected_skill.slice(0, 64)}"; the router's playbook stays in force)` : "";
-    steps = res.value.plan;
-    yield { type: "plan", source: "planner", steps, reason: `${playbook.name}: ${res.value.selection_reason}${other}` };
-  } catch (err) {
-    steps = describeSteps(playbook.fallbackSteps);
-    yield { type: "plan", source: "fallback_plan", steps, reason: `planner failed (${failure(err)}): ${playbook.name}'s fallback steps are the plan` };
-  }
-
-  // Executor: reads the playbook first (a real, audited read_skill call), then calls offered tools.
+/** Runs the executor, yielding its tool calls and results, any replans, and last the report. */
+export async function* runExecutor(o: ExecutorInput): AsyncGenerator<AgentEvent> {
+  let steps = o.steps;
   // update_plan is the agent's own (not a skill): revising the remaining plan, bounded. With
   // agent.tool_list on_demand the tools come as a catalogue in load_tools (also the agent's own),
   // and a tool's full definition joins the list once loaded (or named by the plan); a catalogued
@@ -148,13 +86,13 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
   let replans = 0;
   /** Turns in which load_tools loaded something new. */
   const loadTurns = new Set<number>();
-  if (configuredOnDemand && !onDemand) o.log.warn({ playbook: playbook.name }, `agent.tool_list on_demand: a skill named ${LOAD_TOOLS} is offered, so this session lists every tool in full`);
+  if (configuredOnDemand && !onDemand) o.log.warn({ playbook: o.playbook }, `agent.tool_list on_demand: a skill named ${LOAD_TOOLS} is offered, so this session lists every tool in full`);
   const messages: ChatMessage[] = [
     {
       role: "system",
       content: [
         "You are the executor of an SRE diagnosis agent. Collect evidence with the tools, then write the report.",
-        `Playbook: ${playbook.name}. Follow its recommended tool order and stop conditions.`,
+        `Playbook: ${o.playbook}. Follow its recommended tool order and stop conditions.`,
         o.edgeId ? `Host tools run on edge_id "${o.edgeId}" unless the incident names another edge.` : "No edge is selected: use manager tools, or host tools on an edge the tool lists.",
         ...(onDemand ? [`Tools not loaded yet are listed in ${LOAD_TOOLS}: load the ones you will call (several at once), then call them with the parameters their definitions give.`] : []),
         `At most ${o.limits.maxSteps} tool calls. Never invent output: cite only what a tool returned, by step number [n]. If a tool fails, say so. Long outputs reach you condensed.`,
@@ -164,10 +102,11 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     },
     { role: "user", content: `Incident:\n<<<\n${o.text}\n>>>` },
   ];
-  const read = await o.evidence.call("read_skill", JSON.stringify({ skill_name: playbook.name }));
-  yield { type: "tool_call", step: read.step, tool: "read_skill", args: { skill_name: playbook.name } };
+  // The playbook first: a real, audited read_skill call whose body reaches the model whole.
+  const read = await o.evidence.call("read_skill", JSON.stringify({ skill_name: o.playbook }));
+  yield { type: "tool_call", step: read.step, tool: "read_skill", args: { skill_name: o.playbook } };
   yield toolResultEvent(read);
-  messages.push({ role: "assistant", content: null, tool_calls: [{ id: "call_read_skill", name: "read_skill", arguments: JSON.stringify({ skill_name: playbook.name }) }] }, { role: "tool", tool_call_id: "call_read_skill", content: read.content });
+  messages.push({ role: "assistant", content: null, tool_calls: [{ id: "call_read_skill", name: "read_skill", arguments: JSON.stringify({ skill_name: o.playbook }) }] }, { role: "tool", tool_call_id: "call_read_skill", content: read.content });
 
   let report = "";
   let calls = 0;
@@ -183,7 +122,7 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     try {
       res = await o.model.chat({ messages, tools: toolsNow(), toolChoice: "auto", signal: o.signal });
     } catch (err) {
-      stopped = Date.now() >= o.deadline ? "the time bound (agent.max_duration) was reached" : `the model failed (${failure(err)})`;
+      stopped = Date.now() >= o.deadline ? "the time bound (agent.max_duration) was reached" : `the model failed (${failureOf(err)})`;
       break;
     }
     if (!res.toolCalls.length) {
@@ -259,20 +198,4 @@ export async function* runModelPath(o: ModelPathInput): AsyncGenerator<AgentEven
     else report = `${report}\n\n_Stopped early: ${stopped}._`;
   }
   yield { type: "report", path: "model", markdown: report };
-
-  // Verifier: isolated (no tools, no conversation), sees only the report and the evidence.
-  try {
-    const res = await o.model.structured<Verdict>({
-      schemaName: "verdict",
-      schema: VERDICT_SCHEMA as unknown as Record<string, unknown>,
-      signal: o.signal,
-      messages: [
-        { role: "system", content: "You verify an SRE diagnosis report. List every claim about the systems that no evidence item supports (unsupported_claims); verdict is supported only when there is none. Do not judge style." },
-        { role: "user", content: `Report:\n<<<\n${report}\n>>>\n\nEvidence:\n<<<\n${evidenceText(o.evidence.items())}\n>>>` },
-      ],
-    });
-    yield { type: "verdict", verdict: res.value.verdict, unsupported: res.value.unsupported_claims, notes: res.value.notes };
-  } catch (err) {
-    yield { type: "verdict", verdict: "not_verified", unsupported: [], notes: `the verifier failed (${failure(err)}); read the report against the evidence yourself` };
-  }
 }
