@@ -5,6 +5,8 @@
  * refusals of a window write their rows; the ones after them in the window are counted, and the
  * next row written for the key says how many were left out since the last one.
  */
+import type { OngridError } from "../../skill/errors.ts";
+import { auditRecord, type AuditLog } from "./types.ts";
 
 /** The throttle's answer for one refusal. */
 export interface ThrottleVerdict {
@@ -45,3 +47,41 @@ export function createRefusalThrottle(opts: { windowMs?: number; burst?: number;
     },
   };
 }
+
+/** What a refusal's audit row names: the tool (an RPC's method or skill, a plain-HTTP route), its args and edge. */
+export interface RefusedRequest {
+  toolName: string;
+  args: Record<string, unknown>;
+  deviceId?: string;
+}
+
+/**
+ * The one writer of refusal rows (decision deny), shared by the RPC interceptor and the plain-HTTP
+ * guard: a refusal of an authenticated caller always writes its row; a refusal of nobody (no or a
+ * bad token) goes through a throttle keyed by `key` (the caller passes what was refused and from
+ * where), so a flood of them writes `burst` rows per window and counts the rest into the next row
+ * (args.suppressed_since_last_row). Resolves true when a row was written, false when it was counted.
+ */
+export function createRefusalAudit(audit: AuditLog, opts: Parameters<typeof createRefusalThrottle>[0] = {}) {
+  const anonymous = createRefusalThrottle(opts);
+  return async function refused(what: RefusedRequest, err: OngridError, who: { userId: string; role: string }, key: string): Promise<boolean> {
+    const verdict = who.userId ? { write: true, suppressed: 0 } : anonymous.admit(key);
+    if (!verdict.write) return false;
+    await audit.append(
+      auditRecord({
+        toolName: what.toolName,
+        args: verdict.suppressed ? { ...what.args, suppressed_since_last_row: verdict.suppressed } : what.args,
+        deviceId: what.deviceId ?? "",
+        error: `${err.code}: ${err.message}`,
+        callerUserId: who.userId,
+        callerRole: who.role,
+        decision: "deny",
+        decisionReason: `${err.code}: ${err.message}`,
+      }),
+    );
+    return true;
+  };
+}
+
+/** A refusal writer (createRefusalAudit). */
+export type RefusalAudit = ReturnType<typeof createRefusalAudit>;

@@ -3,14 +3,13 @@
  *
  * The port is the API port, so the page wants an API token like every RPC (any role; a viewer
  * user for Prometheus is enough: `authorization: { credentials_file: … }` in its scrape config).
- * A refused scrape is audited like a refused RPC; an accepted one is not (it reads aggregates,
- * and Prometheus scrapes every few seconds).
+ * A refused scrape is audited like a refused RPC (guard.ts, the guard of every plain-HTTP route);
+ * an accepted one is not (it reads aggregates, and Prometheus scrapes every few seconds).
  */
 import type { ServerResponse } from "node:http";
-import { OngridError } from "../../skill/errors.ts";
-import { auditRecord } from "../audit/types.ts";
 import type { Core } from "../core.ts";
-import { bearerToken } from "../rpc/auth.ts";
+import { errorBody, httpStatus, HttpError, sendJson } from "./errors.ts";
+import { createGuard, type GuardRule } from "./guard.ts";
 import type { HttpRoute } from "./route.ts";
 
 /** Where the page is served. */
@@ -19,9 +18,18 @@ export const METRICS_PATH = "/metrics";
 type Req = Parameters<HttpRoute>[0];
 type Res = Parameters<HttpRoute>[1];
 
+/** The guard rule of the page: any role; a refusal's row is tool /metrics with the request line. */
+const RULE: GuardRule = {
+  name: METRICS_PATH,
+  args: (req) => ({ http: `${req.method} ${METRICS_PATH}` }),
+  hints: { unauthenticated: "send an API token (any role) as `authorization: Bearer <token>`; see docs/base-tools.md" },
+  headers: { "cache-control": "no-store" },
+};
+
 /** The /metrics route over the manager's parts. */
 export function createMetricsRoute(core: Core): HttpRoute {
-  const { metrics, identity, audit, log } = core;
+  const { metrics, log } = core;
+  const guard = createGuard(core);
   metrics.addProcessMetrics();
 
   function send(res: Res, status: number, headers: Record<string, string>, body: string): void {
@@ -33,30 +41,8 @@ export function createMetricsRoute(core: Core): HttpRoute {
     res.end(body);
   }
 
-  const json = (res: Res, status: number, body: unknown, extra: Record<string, string> = {}) =>
-    send(res, status, { "content-type": "application/json", "cache-control": "no-store", ...extra }, JSON.stringify(body));
-
   async function serve(req: Req, res: Res): Promise<void> {
-    const raw = bearerToken((req.headers.authorization as string | undefined) ?? null);
-    try {
-      await identity.authenticate(raw === "\u0000malformed" ? "malformed" : raw);
-    } catch (err) {
-      if (!(err instanceof OngridError)) throw err;
-      log.info({ path: METRICS_PATH, reason: err.message }, "metrics scrape refused: not authenticated");
-      await audit.append(
-        auditRecord({
-          toolName: METRICS_PATH,
-          args: { http: `${req.method} ${METRICS_PATH}` },
-          error: `${err.code}: ${err.message}`,
-          callerUserId: "",
-          callerRole: "",
-          decision: "deny",
-          decisionReason: `${err.code}: ${err.message}`,
-        }),
-      );
-      json(res, 401, { code: err.code, message: err.message, hint: "send an API token (any role) as `authorization: Bearer <token>`; see docs/base-tools.md" }, { "www-authenticate": 'Bearer realm="ongrid"' });
-      return;
-    }
+    if (!(await guard.admit(req, res, RULE))) return;
     const text = await metrics.render();
     send(res, 200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" }, req.method === "HEAD" ? "" : text);
   }
@@ -65,12 +51,14 @@ export function createMetricsRoute(core: Core): HttpRoute {
     const path = (req.url ?? "").split("?")[0];
     if (path !== METRICS_PATH) return false;
     if (req.method !== "GET" && req.method !== "HEAD") {
-      json(res, 405, { code: "invalid_argument", message: `${req.method} ${METRICS_PATH}: only GET is served` }, { allow: "GET, HEAD" });
+      // Not audited: a wrong method is refused before any token is looked at, and tells nothing.
+      const err = new HttpError(405, "invalid_argument", `${req.method} ${METRICS_PATH}: only GET is served`);
+      sendJson(res, httpStatus(err), errorBody(err), { "cache-control": "no-store", allow: "GET, HEAD" });
       return true;
     }
     serve(req, res).catch((err: unknown) => {
       log.error({ err: (err as Error)?.message, path: METRICS_PATH }, "metrics scrape failed");
-      json(res, 500, { code: "internal", message: "could not render the metrics; see the manager log" });
+      sendJson(res, 500, { code: "internal", message: "could not render the metrics; see the manager log" }, { "cache-control": "no-store" });
     });
     return true;
   };

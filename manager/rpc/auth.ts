@@ -8,12 +8,12 @@ import { toJson, type Message } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
 import { errorText } from "../db/error-text.ts";
-import { auditRecord, type AuditLog } from "../audit/types.ts";
+import type { AuditLog } from "../audit/types.ts";
 import type { IdentityStore } from "../identity/store.ts";
 import { roleAtLeast } from "../identity/store.ts";
 import { ADMIN_ACTIONS, RPC_RULES } from "../identity/rules.ts";
 import { appendAdminRow } from "../audit/admin.ts";
-import { createRefusalThrottle } from "../audit/throttle.ts";
+import { createRefusalAudit } from "../audit/throttle.ts";
 import { kCaller, kPeerAddress } from "../identity/caller.ts";
 
 /** The bearer token of an authorization header value, or undefined. */
@@ -21,6 +21,16 @@ export function bearerToken(header: string | null): string | undefined {
   if (!header) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return m ? m[1] : "\u0000malformed";
+}
+
+/**
+ * The one token check of a request, RPC or plain HTTP (/metrics, the webhooks): the bearer of an
+ * authorization header value, checked by the identity store (and its token cache). Rejects with an
+ * OngridError (unauthenticated) saying why; any other rejection means the token could not be checked.
+ */
+export function authenticateBearer(identity: Pick<IdentityStore, "authenticate">, header: string | null | undefined): ReturnType<IdentityStore["authenticate"]> {
+  const raw = bearerToken(header ?? null);
+  return identity.authenticate(raw === "\u0000malformed" ? "malformed" : raw);
 }
 
 /** What an audit row names for a refused RPC: the skill key for executions, else the method. */
@@ -93,7 +103,7 @@ export class AuthFailureLimiter {
 }
 
 /** An IPv4 peer seen on a dual-stack socket ("::ffff:127.0.0.1") counts as its IPv4 address. */
-function peerKey(address: string): string {
+export function peerKey(address: string): string {
   return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
 
@@ -107,25 +117,12 @@ export function authInterceptor(deps: {
 }): Interceptor {
   const { identity, audit, log } = deps;
   const limiter = new AuthFailureLimiter(deps.authFailures);
-  const anonymous = createRefusalThrottle();
+  const refused = createRefusalAudit(audit);
   return (next) => async (req) => {
     const path = `${req.method.parent.typeName}/${req.method.name}`;
     const refuse = async (err: OngridError, who: { userId: string; role: string }): Promise<never> => {
       // Refusals of nobody (no or a bad token) are counted per address and reason, one row per window.
-      const verdict = who.userId ? { write: true, suppressed: 0 } : anonymous.admit(`${peerKey(req.contextValues.get(kPeerAddress)) ?? ""}|${path}|${err.code}`);
-      if (!verdict.write) throw err;
-      const described = describe(path, (req as { message?: unknown }).message);
-      await audit.append(
-        auditRecord({
-          ...described,
-          ...(verdict.suppressed ? { args: { ...described.args, suppressed_since_last_row: verdict.suppressed } } : {}),
-          error: `${err.code}: ${err.message}`,
-          callerUserId: who.userId,
-          callerRole: who.role,
-          decision: "deny",
-          decisionReason: `${err.code}: ${err.message}`,
-        }),
-      );
+      await refused(describe(path, (req as { message?: unknown }).message), err, who, `${peerKey(req.contextValues.get(kPeerAddress))}|${path}|${err.code}`);
       throw err;
     };
     // Before the token is looked at: an address that failed too often is refused whatever it sends now.
@@ -143,10 +140,9 @@ export function authInterceptor(deps: {
         { userId: "", role: "" },
       );
     }
-    const raw = bearerToken(req.header.get("authorization"));
     let who;
     try {
-      who = await identity.authenticate(raw === "\u0000malformed" ? "malformed" : raw);
+      who = await authenticateBearer(identity, req.header.get("authorization"));
     } catch (err) {
       if (!(err instanceof OngridError)) {
         // The token could not be checked (the database did not answer): not the caller's fault,
