@@ -71,14 +71,17 @@ describe("host_processes", () => {
     expect(out.total_processes).toBeGreaterThan(3);
   });
 
-  it("ranks a process holding a big buffer near the top by memory, with its resident size", async () => {
-    const r = await run({ sort_by: "mem", limit: 5 });
-    const out = r.output as { processes: Proc[] };
-    const rss = out.processes.map((p) => p.rss_bytes);
+  it("ranks by resident memory, highest first, and lists a process holding a big buffer with its resident size", async () => {
+    const top = (await run({ sort_by: "mem", limit: 5 })).output as { processes: Proc[] };
+    const rss = top.processes.map((p) => p.rss_bytes);
     expect(rss).toEqual([...rss].sort((a, b) => b - a));
+    // Whatever else runs on this host (other test workers, browsers, databases) may hold more than
+    // the hog: it is looked for among the 100 largest (the limit's maximum), not in a fixed top 5.
+    const out = (await run({ sort_by: "mem", limit: 100 })).output as { processes: Proc[] };
     const me = out.processes.find((p) => p.pid === hog.pid);
-    expect(me, JSON.stringify(out.processes.map((p) => [p.pid, p.rss_bytes, p.command.slice(0, 40)]))).toBeDefined();
+    expect(me, `the hog (pid ${hog.pid}) is not among the 100 largest: ${JSON.stringify(out.processes.slice(0, 10).map((p) => [p.pid, p.rss_bytes, p.command.slice(0, 40)]))}`).toBeDefined();
     expect(me!.rss_bytes).toBeGreaterThanOrEqual(HOG_BYTES);
+    expect(me!.command).toContain("ongrid-hog-marker");
   });
 
   it("reads names with spaces and parentheses; no command line exceeds 512 characters", async () => {
