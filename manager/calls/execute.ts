@@ -10,7 +10,7 @@ import { effectiveClass } from "../../skill/registry.ts";
 import type { Skill } from "../../skill/types.ts";
 import { PreparedJson } from "../audit/record.ts";
 import type { ApprovalRow } from "../db/schema/index.ts";
-import type { Evidence } from "../fleet/hub.ts";
+import type { Evidence } from "../fleet/tunnel-calls.ts";
 import { callUserOf, type Caller } from "../identity/caller.ts";
 import { createApprovedRunner } from "./approved.ts";
 import { MODES, type PermissionDecision } from "./gate.ts";
