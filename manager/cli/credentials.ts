@@ -8,7 +8,7 @@ import { MAX_CREDENTIAL_VALUE_BYTES } from "../../skill/credential.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { loadCredentialKey } from "../calls/credentials/crypto.ts";
 import { checkCredentialName, createCredentialStore, notConfiguredError } from "../calls/credentials/store.ts";
-import { credentialToProto } from "../rpc/services/credential-service.ts";
+import { credentialToProto } from "../rpc/messages/credential.ts";
 import { cliConfig, flagError, managerUrl, printTable, rpcClients, withAdminCore, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 const NO_SECRETS_ON_THE_COMMAND_LINE = "secrets on the command line leak to `ps` and shell history; pipe the value on stdin or pass --from-file FILE";

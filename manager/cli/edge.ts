@@ -6,7 +6,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { OngridError } from "../../skill/errors.ts";
 import { checkEdgeId } from "../fleet/edge-store.ts";
 import { parseSelector } from "../fleet/selector.ts";
-import { edgeToProto } from "../rpc/services/edge-service.ts";
+import { edgeToProto } from "../rpc/messages/edge.ts";
 import { flagError, managerUrl, printTable, rpcClients, withAdminCore, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 async function listEdges(opts: CoreOptions & { selector?: string }): Promise<Edge[]> {

@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { PlaybookSchema, RoutePath, type Playbook as PlaybookProto, type PlaybookProblem as ProblemProto } from "../../proto/gen/ongrid/v1/playbook_service_pb.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { createManagerRegistry } from "../skills/builtin/index.ts";
-import { playbookToProto, decisionToProto, listPlaybooksResponse } from "../rpc/services/playbook-service.ts";
+import { playbookToProto, decisionToProto, listPlaybooksResponse } from "../rpc/messages/playbook.ts";
 import { formatPlaybookProblem, type PlaybookProblem } from "../playbooks/parse.ts";
 import { openPlaybooks } from "../core.ts";
 import type { ManagerConfig } from "../config/schema.ts";

@@ -6,7 +6,7 @@ import { ApprovalSchema, type Approval } from "../../proto/gen/ongrid/v1/approva
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { readFileSync } from "node:fs";
 import { MODES } from "../calls/gate.ts";
-import { approvalToProto } from "../rpc/services/approval-service.ts";
+import { approvalToProto } from "../rpc/messages/approval.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { lintRegistry, formatFindings } from "../../skill/lint.ts";
 import { createPackSet } from "../../skill/pack/loader.ts";

@@ -4,7 +4,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Role, type TokenInfo, type User } from "../../proto/gen/ongrid/v1/identity_service_pb.ts";
 import { parseDuration } from "../../skill/duration.ts";
 import { checkRole, checkUserId } from "../identity/store.ts";
-import { tokenToProto, userToProto } from "../rpc/services/identity-service.ts";
+import { tokenToProto, userToProto } from "../rpc/messages/identity.ts";
 import { flagError, managerUrl, printTable, rpcClients, withAdminCore, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 
 const ROLE_NAMES: Record<number, string> = { [Role.VIEWER]: "viewer", [Role.OPERATOR]: "operator", [Role.APPROVER]: "approver", [Role.ADMIN]: "admin" };

@@ -1,22 +1,10 @@
 /** ongrid.v1.CredentialService: store, list and delete credentials (G5). Values go in, never out. Admin only (enforced by the auth interceptor). */
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { CredentialSchema, CredentialService, type Credential } from "../../../proto/gen/ongrid/v1/credential_service_pb.ts";
+import { CredentialService } from "../../../proto/gen/ongrid/v1/credential_service_pb.ts";
 import { OngridError } from "../../../skill/errors.ts";
-import type { CredentialInfo, CredentialStore } from "../../calls/credentials/store.ts";
+import type { CredentialStore } from "../../calls/credentials/store.ts";
 import { callerOf } from "../../identity/caller.ts";
-
-/** A credential's metadata as the contract's Credential (there is no field a value could go in). */
-export function credentialToProto(c: CredentialInfo): Credential {
-  return create(CredentialSchema, {
-    name: c.name,
-    description: c.description,
-    createdAt: timestampFromDate(c.createdAt),
-    updatedAt: timestampFromDate(c.updatedAt),
-    updatedBy: c.updatedBy,
-  });
-}
+import { credentialToProto } from "../messages/credential.ts";
 
 /** Builds the CredentialService implementation. */
 export function createCredentialService(deps: { credentials: CredentialStore }): ServiceImpl<typeof CredentialService> {

@@ -1,45 +1,13 @@
 /** ongrid.v1.EdgeService: enrolment, revocation and presence of edge agents. */
 import type { ServiceImpl } from "@connectrpc/connect";
-import { fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { EdgeService, EdgeSchema, type Edge } from "../../../proto/gen/ongrid/v1/edge_service_pb.ts";
-import { MetadataSchema } from "../../../proto/gen/ongrid/v1/skill_pb.ts";
-import { create } from "@bufbuild/protobuf";
+import { EdgeService } from "../../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { OngridError } from "../../../skill/errors.ts";
-import type { EdgeRow } from "../../db/schema/index.ts";
 import { checkEdgeId, type EdgeStore } from "../../fleet/edge-store.ts";
 import { parseSelector } from "../../fleet/selector.ts";
 import type { Hub } from "../../fleet/hub.ts";
-import { metadataToProto } from "../convert.ts";
 import { callerOf } from "../../identity/caller.ts";
 import { reaches } from "../../identity/reach.ts";
-
-/** An edge row plus live presence as the contract's Edge; `full` includes every skill's metadata. */
-export function edgeToProto(row: EdgeRow, hub: Hub, full: boolean): Edge {
-  const live = hub.session(row.id);
-  const skills = live
-    ? [...live.skills.values()].map((s) => metadataToProto(s))
-    : (row.skills as JsonValue[]).flatMap((j) => {
-        try {
-          return [fromJson(MetadataSchema, j, { ignoreUnknownFields: true })];
-        } catch {
-          return [];
-        }
-      });
-  return create(EdgeSchema, {
-    id: row.id,
-    online: Boolean(live),
-    lastSeen: live ? timestampFromDate(new Date(live.lastHeard)) : row.lastSeenAt ? timestampFromDate(row.lastSeenAt) : undefined,
-    version: live?.hello.version ?? row.version,
-    hostname: live?.hello.hostname ?? row.hostname,
-    os: live?.hello.os ?? row.os,
-    labels: live ? { ...live.hello.labels } : row.labels,
-    reportedLabels: live ? { ...live.reportedLabels } : (row.reportedLabels ?? {}),
-    skills: full ? skills : skills.map((m) => create(MetadataSchema, { key: m.key, class: m.class, scope: m.scope })),
-    revoked: Boolean(row.revokedAt),
-    enrolledAt: timestampFromDate(row.enrolledAt),
-  });
-}
+import { edgeToProto } from "../messages/edge.ts";
 
 /** Builds the EdgeService implementation. */
 export function createEdgeService(deps: { edges: EdgeStore; hub: Hub }): ServiceImpl<typeof EdgeService> {

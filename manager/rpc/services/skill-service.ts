@@ -12,17 +12,9 @@ import { callerOf } from "../../identity/caller.ts";
 import { OngridError } from "../../../skill/errors.ts";
 import type { PackSet } from "../../../skill/pack/loader.ts";
 import { formatProblem } from "../../../skill/pack/manifest.ts";
-import { PermissionMode } from "../../../proto/gen/ongrid/v1/skill_pb.ts";
-import type { PermissionMode as Mode } from "../../calls/gate.ts";
 import { reaches } from "../../identity/reach.ts";
-import { approvalToProto } from "./approval-service.ts";
-
-/** The contract's mode as the gate's; unspecified → undefined (the configured default). */
-export function modeFromProto(m: PermissionMode): Mode | undefined {
-  if (m === PermissionMode.UNSPECIFIED) return undefined;
-  // An unknown number is passed on as it is: the dispatcher refuses it where refusals are audited.
-  return (PermissionMode[m] as Mode | undefined) ?? (String(m) as Mode);
-}
+import { approvalToProto } from "../messages/approval.ts";
+import { modeFromProto } from "../messages/mode.ts";
 
 /** The params of an execute or fan-out request, as the dispatcher takes them. */
 function paramsOf(input: ExecuteSkillRequest["input"]): { params?: unknown; paramsJson?: string } {
