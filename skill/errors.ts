@@ -31,10 +31,16 @@ export class OngridError extends Error {
 export class SkillError extends Error {
   readonly code: string;
   readonly hint: string;
-  constructor(code: string, message: string, hint = "") {
+  /**
+   * What the failed call still has to show (a command's exit code, stdout and stderr): kept as the
+   * envelope's output beside the error, redacted and capped like any output.
+   */
+  readonly output?: unknown;
+  constructor(code: string, message: string, hint = "", output?: unknown) {
     super(message);
     this.name = "SkillError";
     this.code = code;
     this.hint = hint;
+    if (output !== undefined) this.output = output;
   }
 }

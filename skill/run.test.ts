@@ -68,6 +68,18 @@ describe("runSkill", () => {
     expect(env.error).toEqual({ code: "upstream_unavailable", message: "SearXNG answered 502", hint: "Retry in a minute or check skills.web_search.url." });
   });
 
+  it("keeps what a failed call still has to show (a SkillError's output), redacted and capped like any output", async () => {
+    const { run } = setup(async () => {
+      throw new SkillError("exit_status", "the command exited with status 2", "Read stderr.", { exit_code: 2, stderr: "password=hunter2hunter2\n", stdout: "y".repeat(20_000) });
+    }, { outputCapBytes: 2_000 });
+    const env = await run();
+    expect(env.success).toBe(false);
+    expect(env.error?.code).toBe("exit_status");
+    expect(env.truncated).toBe(true);
+    expect(JSON.stringify(env.output)).not.toContain("hunter2hunter2");
+    expect(JSON.stringify(env.output).length).toBeLessThanOrEqual(2_100);
+  });
+
   it("answers not_found, not internal, when a file vanishes during a read (a real ENOENT from the file system)", async () => {
     const { readFile } = await import("node:fs/promises");
     const { run } = setup(async () => readFile(`/tmp/ongrid-vanished-${process.pid}-${Date.now()}`));

@@ -118,7 +118,7 @@ export async function runSkill(skill: Skill, params: Record<string, unknown>, op
         : finish(false, null, cancelledError(key));
     }
     if (first.ok) return finish(true, first.value);
-    return finish(false, null, failure(key, first.error, log));
+    return finish(false, first.error instanceof SkillError ? (first.error.output ?? null) : null, failure(key, first.error, log));
   } catch (err) {
     return finish(false, null, failure(key, err, log));
   } finally {

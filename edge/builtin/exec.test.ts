@@ -56,10 +56,16 @@ describe("exec", () => {
     expect(out.stdout).toMatch(/ \/\n/);
   });
 
-  it("reports a non-zero exit as a result with exit_code, and shell syntax works", async () => {
+  it("fails a call whose command exits non-zero (exit_status), keeping exit_code, stdout and stderr; shell syntax works", async () => {
     const r = await run({ command: "echo one | tr a-z A-Z; echo oops >&2; exit 3" });
-    expect(r.success).toBe(true);
+    expect(r.success).toBe(false);
+    expect(r.error).toMatchObject({ code: "exit_status", message: "the command exited with status 3: oops" });
+    expect(r.error?.hint).toMatch(/stderr and stdout/);
     expect(r.output).toMatchObject({ exit_code: 3, stdout: "ONE\n", stderr: "oops\n" });
+    const killed = await run({ command: "kill -TERM $$" });
+    expect(killed.success).toBe(false);
+    expect(killed.error?.message).toMatch(/was killed by SIGTERM/);
+    expect(killed.output).toMatchObject({ signal: "SIGTERM" });
   });
 
   it("runs with a minimal environment in the given cwd", async () => {
@@ -146,6 +152,8 @@ describe("exec", () => {
       const r = await run({ command: `cat ${roots}/missing | wc -l` });
       expect(r.output).toMatchObject({ exit_code: 0, stdout: "0\n" });
       const last = await run({ command: `cat ${roots}/missing` });
+      expect(last.success).toBe(false);
+      expect(last.error?.code).toBe("exit_status");
       expect(last.output).toMatchObject({ exit_code: 1 });
       expect((last.output as { stderr: string }).stderr).toMatch(/No such file/);
     });
@@ -185,6 +193,7 @@ describe("exec", () => {
       const r = await run({ command: "id -u" });
       expect(r.output).toMatchObject({ stdout: "65534\n", ran: { as: "nobody" } });
       const denied = await run({ command: `cat ${roots}/root-only.log` });
+      expect(denied.success).toBe(false);
       expect(denied.output).toMatchObject({ exit_code: 1, stdout: "" });
       expect((denied.output as { stderr: string }).stderr).toMatch(/Permission denied/);
       const self = await run({ command: "id -u" }, { safe_run_as: "" });

@@ -63,7 +63,7 @@ export default defineSkill({
         "Retry with a longer timeout, or bound the command (e.g. -n/--lines, --since, head, timeout 10 …, ping -c 3).",
       );
     }
-    return {
+    const output = {
       command: params.command,
       exit_code: r.exitCode,
       ...(r.signal ? { signal: r.signal } : {}),
@@ -76,6 +76,14 @@ export default defineSkill({
       // How it ran (the argv is the command's parse, `ongrid skills classify` shows it; not repeated here to keep rows small).
       ran: safe ? { via: "argv", stages: risk.plan!.argv.length, as: safe.user } : { via: "sh", stages: 1, as: os.userInfo().username },
     };
+    // The exit status is the result: a command that failed is a failed call, whoever reads it (the
+    // console, the CLI, an approver, the audit log), with what it printed kept in the output.
+    if (r.exitCode !== 0 || r.signal) {
+      const what = r.signal ? `was killed by ${r.signal}` : `exited with status ${r.exitCode}`;
+      const last = tail(r.stderr, 200);
+      throw new SkillError("exit_status", `the command ${what}${last ? `: ${last}` : ""}`, "Read stderr and stdout in the output; the command ran, and its exit status says it did not succeed.", output);
+    }
+    return output;
   },
 });
 

@@ -270,9 +270,11 @@ describe("pod_execute (stand-in kubectl)", () => {
     expect(ran()).toBe(0);
   });
 
-  it("a non-zero exit inside the container is a result with its exit code, not a failure", async () => {
-    const out = outputOf(await call("pod_execute", { pod: "failing", command: "grep x /nope" }));
-    expect(out).toMatchObject({ exit_code: 2, stdout: "partial output\n", stderr: "grep: /nope: No such file or directory\n", stdout_truncated: false });
+  it("a non-zero exit inside the container fails the call (exit_status), with its exit code, stdout and stderr kept", async () => {
+    const r = await call("pod_execute", { pod: "failing", command: "grep x /nope" });
+    expect(r.success).toBe(false);
+    expect(r.error).toMatchObject({ code: "exit_status", message: "the command exited with status 2: grep: /nope: No such file or directory" });
+    expect(r.output).toMatchObject({ exit_code: 2, stdout: "partial output\n", stderr: "grep: /nope: No such file or directory\n", stdout_truncated: false });
   });
 });
 

@@ -225,6 +225,11 @@ def pod_execute(params):
         data = text.encode("utf-8")
         out[name] = data[-MAX_CAPTURE:].decode("utf-8", "ignore") if len(data) > MAX_CAPTURE else text
         out[f"{name}_truncated"] = len(data) > MAX_CAPTURE
+    # The exit status is the result: a command that failed inside the container fails the call,
+    # with what it printed kept in the output.
+    if exit_code != 0:
+        last = out["stderr"].strip()[-200:]
+        raise PackError("exit_status", f"the command exited with status {exit_code}" + (f": {last}" if last else ""), "read stderr and stdout in the output; the command ran in the container and its exit status says it did not succeed", output=out)
     return out
 
 

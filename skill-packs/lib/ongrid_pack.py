@@ -1,7 +1,7 @@
 """Runtime shared by the ongrid skill packs (one identical copy per pack, so each pack installs alone).
 
 The protocol (docs: skill/pack/run.ts): params arrive as one JSON document on stdin, the pack prints
-exactly one JSON document on stdout, {"output": ...} or {"error": {"code", "message", "hint"}}, and
+exactly one JSON document on stdout, {"output": ...} or {"error": {"code", "message", "hint"}} (with an "output" beside it when a failure has something to show), and
 logs to stderr. Tools are run from an argv list, never through a shell.
 """
 
@@ -26,11 +26,13 @@ DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
 class PackError(Exception):
     """A failure the caller can act on: a lower_snake code, what went wrong and what to do."""
 
-    def __init__(self, code, message, hint=""):
+    def __init__(self, code, message, hint="", output=None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.hint = hint
+        # What the failed call still has to show (a command's exit code, stdout, stderr).
+        self.output = output
 
 
 def log(message):
@@ -52,6 +54,8 @@ def main(handlers):
         doc, status = {"output": handler(read_params())}, 0
     except PackError as e:
         doc, status = {"error": {"code": e.code, "message": e.message, "hint": e.hint}}, 1
+        if e.output is not None:
+            doc["output"] = e.output
     except Exception as e:  # a bug in the pack: say so, keep the traceback for the operator
         traceback.print_exc(file=sys.stderr)
         doc = {"error": {"code": "pack_internal", "message": f"{type(e).__name__}: {e}", "hint": "this is a fault in the pack, not in the params; report it with the pack's stderr"}}

@@ -6,7 +6,7 @@ export const EXEC = defineSkillMeta({
   key: "exec",
   name: "Run a shell command",
   description:
-    "Run one command line on the host and return its exit code, stdout and stderr. Use when no dedicated skill (host_load, host_processes, host_files, tail_file, read_journal, probe_*) answers the question. Each call is classified by the command: a read-only command or `|` pipeline of allowlisted tools such as `df -h` or `journalctl -u nginx -n 50 --no-pager | grep -i error` runs at once (without a shell, as an unprivileged user); anything else (`;`, `&&`, redirections, `$VAR`, globs, other tools) needs approval, and destructive commands such as `mkfs` need an SOP, so prefer plain read-only commands. A non-zero exit_code is reported as a result, not as a failure.",
+    "Run one command line on the host and return its exit code, stdout and stderr. Use when no dedicated skill (host_load, host_processes, host_files, tail_file, read_journal, probe_*) answers the question. Each call is classified by the command: a read-only command or `|` pipeline of allowlisted tools such as `df -h` or `journalctl -u nginx -n 50 --no-pager | grep -i error` runs at once (without a shell, as an unprivileged user); anything else (`;`, `&&`, redirections, `$VAR`, globs, other tools) needs approval, and destructive commands such as `mkfs` need an SOP, so prefer plain read-only commands. A command that exits non-zero fails the call with exit_status, its exit code, stdout and stderr kept in the output.",
   class: "dangerous",
   scope: "host",
   category: "shell",

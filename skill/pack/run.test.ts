@@ -289,6 +289,15 @@ describe("runPack: errors reported by the pack", () => {
     expect(env.error).toEqual({ code: "disk_not_found", message: "no disk /dev/sdz", hint: "list the disks first" });
   });
 
+  test("a pack's {error, output} fails the call and keeps what it has to show as the output, redacted", async () => {
+    const spec = script(`#!/bin/sh\necho '{"error": {"code": "exit_status", "message": "the command exited with status 2"}, "output": {"exit_code": 2, "stderr": "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789"}}'\nexit 1\n`);
+    const env = await call(load(spec));
+    expect(env.success).toBe(false);
+    expect(env.error?.code).toBe("exit_status");
+    expect(env.output).toMatchObject({ exit_code: 2 });
+    expect(JSON.stringify(env.output)).not.toContain("ghp_abcdefghijklmnopqrstuvwxyz0123456789");
+  });
+
   test.each(["cancelled", "internal", "pack_output_too_large", "pack_exit_nonzero"])("a pack cannot pass its error off as the platform's %s: it becomes pack_error", async (code) => {
     const spec = script(`#!/bin/sh\necho '{"error": {"code": "${code}", "message": "pretend", "hint": ""}}'\n`);
     const err = await failure(spec);

@@ -84,7 +84,7 @@ export async function runPack(spec: PackSkillSpec, ctx: SkillContext, params: Re
   const parsed = parseStdout(res.stdout);
   if (res.exitCode !== 0) {
     // A pack that reported a structured error and then exited non-zero said what went wrong: use it.
-    if (parsed.ok && isErrorDoc(parsed.value)) throw packError(spec, parsed.value.error);
+    if (parsed.ok && isErrorDoc(parsed.value)) throw packError(spec, parsed.value.error, (parsed.value as { output?: unknown }).output);
     const how = res.exitCode === null ? `was killed by ${res.signal}` : `exited with code ${res.exitCode}`;
     throw new SkillError("pack_exit_nonzero", `pack "${spec.key}" ${how}${stderr ? `; stderr: ${stderr}` : " with no stderr"}`, "see the pack's README for what this exit means");
   }
@@ -96,7 +96,7 @@ export async function runPack(spec: PackSkillSpec, ctx: SkillContext, params: Re
     );
   }
   const doc = parsed.value;
-  if (isErrorDoc(doc)) throw packError(spec, doc.error);
+  if (isErrorDoc(doc)) throw packError(spec, doc.error, (doc as { output?: unknown }).output);
   if (typeof doc === "object" && doc !== null && !Array.isArray(doc) && Object.hasOwn(doc, "output")) {
     const extra = Object.keys(doc).filter((k) => k !== "output");
     if (!extra.length) return (doc as { output: unknown }).output;
@@ -120,13 +120,15 @@ function parseStdout(text: string): { ok: true; value: unknown } | { ok: false; 
 function isErrorDoc(v: unknown): v is { error: { code?: unknown; message?: unknown; hint?: unknown } } {
   if (typeof v !== "object" || v === null || Array.isArray(v) || !Object.hasOwn(v, "error")) return false;
   const e = (v as { error: unknown }).error;
-  return typeof e === "object" && e !== null && !Array.isArray(e) && Object.keys(v).length === 1;
+  // {"error": …}, or {"error": …, "output": …} for a failure that has something to show.
+  const keys = Object.keys(v);
+  return typeof e === "object" && e !== null && !Array.isArray(e) && keys.every((k) => k === "error" || k === "output");
 }
 
-function packError(spec: PackSkillSpec, e: { code?: unknown; message?: unknown; hint?: unknown }): SkillError {
+function packError(spec: PackSkillSpec, e: { code?: unknown; message?: unknown; hint?: unknown }, output?: unknown): SkillError {
   const code = typeof e.code === "string" && PACK_CODE.test(e.code) && !RESERVED_CODES.has(e.code) ? e.code : "pack_error";
   const message = typeof e.message === "string" && e.message ? e.message : `pack "${spec.key}" reported an error without a message`;
-  return new SkillError(code, message, typeof e.hint === "string" ? e.hint : "");
+  return new SkillError(code, message, typeof e.hint === "string" ? e.hint : "", output);
 }
 
 function tail(s: string): string {
