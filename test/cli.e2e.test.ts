@@ -71,6 +71,7 @@ describe("ongrid CLI", () => {
     const out = join(dir, "export.jsonl");
     const exp = await runOngrid(["audit", "export", "--out", out, "--data", data]);
     expect(exp.code, exp.stderr).toBe(0);
+    expect(exp.stderr).toContain(`exported 2 rows to ${out}`);
     const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(lines.map((l) => l.seq)).toEqual([1, 2]);
     expect(lines[0].row_hash).toMatch(/^[0-9a-f]{64}$/);
@@ -151,6 +152,7 @@ describe("against a running manager", () => {
       expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, rowsChecked: 2, lastSeq: 2 });
       const exp = await runOngrid(["audit", "export", "--manager", url]);
       expect(exp.stdout.trim().split("\n").map((l) => JSON.parse(l).seq)).toEqual([1, 2]);
+      expect(exp.stderr).toMatch(/exported 2 rows\n?$/);
       const badOut = await runOngrid(["audit", "export", "--out", join(dir, "no/such/dir/x.jsonl"), "--manager", url]);
       expect(badOut.code).toBe(2);
       expect(badOut.stderr).toMatch(/--out: cannot write .*ENOENT/);

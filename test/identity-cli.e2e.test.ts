@@ -29,6 +29,7 @@ describe("users, tokens and approvals from the command line", () => {
     let r = await runOngrid(["users", "add", "alice", "--role", "approver"], asAdmin);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/alice\s+approver/);
+    expect(r.stderr).toContain("next: ongrid tokens create --user alice");
     r = await runOngrid(["users", "add", "olga", "--role", "operator"], asAdmin);
     expect(r.code, r.stderr).toBe(0);
     r = await runOngrid(["users", "add", "Bad Name", "--role", "operator"], asAdmin);

@@ -170,9 +170,10 @@ export function auditCommand(): Command {
       const write = (line: string) =>
         new Promise<void>((resolve, reject) => out.write(line + "\n", (err) => (err ? reject(err) : resolve())));
       const url = managerUrl(opts);
-      if (url) await exportJsonLines({ list: (f) => remoteList(url, f ?? {}, opts) }, filter, write);
-      else await withCore(opts, (core) => exportJsonLines(core.audit, filter, write));
+      const rows = url ? await exportJsonLines({ list: (f) => remoteList(url, f ?? {}, opts) }, filter, write) : await withCore(opts, (core) => exportJsonLines(core.audit, filter, write));
       if (opts.out) await new Promise<void>((resolve) => (out as ReturnType<typeof createWriteStream>).end(resolve));
+      // On stderr, so that stdout stays the rows alone.
+      console.error(`exported ${rows} row${rows === 1 ? "" : "s"}${opts.out ? ` to ${opts.out}` : ""}`);
     });
   return cmd;
 }

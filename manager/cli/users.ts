@@ -39,6 +39,8 @@ export function usersCommand(): Command {
         ? (await rpcClients(url, opts).identity.createUser({ id, role: roleToProto(opts.role), reach: opts.reach })).user!
         : userToProto(await withAdminCore(opts, "ongrid.v1.IdentityService/CreateUser", { id, role: opts.role, reach: opts.reach }, (core, actor) => core.identity.createUser(id, opts.role, opts.reach, actor.userId)));
       printUsers([user], Boolean(opts.json));
+      // A user signs in with a token: say how to issue one (on stderr, so --json stays one document).
+      console.error(`next: ongrid tokens create --user ${id} --description "…"   (prints the token once)`);
     });
 
   withCoreOptions(cmd.command("list").description("list users"))
