@@ -15,7 +15,7 @@ import { callUserOf, type Caller } from "../identity/caller.ts";
 import { createApprovedRunner } from "./approved.ts";
 import { MODES, type PermissionDecision } from "./gate.ts";
 import { createParker } from "./park.ts";
-import { createRecorder, newTrail, type Who } from "./record.ts";
+import { createRecorder, newTrail, type Trail, type Who } from "./record.ts";
 import { createResolver, type GateInput } from "./resolve.ts";
 import { createRunner } from "./run.ts";
 import { loadTrustedKeys } from "./sop.ts";
@@ -88,17 +88,17 @@ export function createDispatcher(deps: DispatcherDeps) {
       const raw = resolver.parseParams(input);
       return { raw, audit: raw };
     }
-    part.shared.parsed ??= (() => {
-      const value = resolver.parseParams(input);
-      return { raw: value, audit: PreparedJson.of(value) };
-    })();
+    if (!part.shared.parsed) {
+      const raw = resolver.parseParams(input);
+      part.shared.parsed = { raw, audit: PreparedJson.of(raw) };
+    }
     return part.shared.parsed;
   }
 
   function executeOnce(input: ExecuteInput, part?: FanOutPart): Promise<ExecuteOutput> {
     const startedAt = new Date();
-    const trail = newTrail(input.paramsJson ?? input.params ?? {});
-    const who: Who = { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller };
+    const trail = trailOf(input);
+    const who = whoOf(input);
     return recorder.settle(who, trail, startedAt, async () => {
       if (input.mode !== undefined && !(MODES as readonly string[]).includes(input.mode)) {
         throw new OngridError("invalid_argument", `permission_mode: ${String(input.mode).slice(0, 32)} is not a mode (rule: enum ${MODES.join("|")})`);
@@ -152,8 +152,7 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   /** Audits a request refused before any call was made (e.g. a fan-out with a bad selector) and throws it. */
   async function refuse(input: ExecuteInput, err: OngridError): Promise<never> {
-    const who: Who = { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller };
-    const seq = await recorder.record(who, newTrail(input.paramsJson ?? input.params ?? {}), new Date(), { result: null, error: `${err.code}: ${err.message}` });
+    const seq = await recorder.record(whoOf(input), trailOf(input), new Date(), { result: null, error: `${err.code}: ${err.message}` });
     throw new AuditedError(err, seq);
   }
 
@@ -161,6 +160,16 @@ export function createDispatcher(deps: DispatcherDeps) {
   const shareWork = (): SharedWork => ({ checked: new Map() });
 
   return { execute, fanOutCall, drain, refuse, runApproved, preview, acquireCallSlot: slots.acquire, shareWork };
+}
+
+/** Whom a request's row is about. */
+function whoOf(input: ExecuteInput): Who {
+  return { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller };
+}
+
+/** A request's trail before anything is decided: its arguments as sent. */
+function trailOf(input: ExecuteInput): Trail {
+  return newTrail(input.paramsJson ?? input.params ?? {});
 }
 
 /** The dispatcher's interface, for the RPC services and the CLI. */
