@@ -29,7 +29,9 @@ async function names(token: string, permissionMode = PermissionMode.UNSPECIFIED,
 const lastRow = () => lastAuditRow(m);
 
 beforeAll(async () => {
-  m = await bootManager();
+  // This file tests the guardrail list itself, so it lists restart_service as high-risk; the
+  // default list (kubernetes_action only) sends restart_service to approval in NORMAL instead.
+  m = await bootManager({ "gate.high_risk_tools": "restart_service,kubernetes_action" });
   m.registry.register(cacheFlushSkill(() => {
       flushed++;
     }));

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runOngrid } from "./support/cli.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
+import { makeUser } from "./support/auth.ts";
 
 let m: TestManager;
 let edge: TestEdge;
@@ -81,6 +82,43 @@ describe("users, tokens and approvals from the command line", () => {
     r = await runOngrid(["approvals", "list"], { ONGRID_MANAGER_URL: m.url, ONGRID_TOKEN: alice });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/unauthenticated: API token [0-9a-f]{12} was revoked/);
+  }, 120_000);
+
+  it("the approval demo works by default, and a command that fails after approval shows as failed with its output as text", async () => {
+    const oscar = { ONGRID_MANAGER_URL: m.url, ONGRID_TOKEN: await makeUser(m, "oscar", "operator") };
+    const carol = { ONGRID_MANAGER_URL: m.url, ONGRID_TOKEN: await makeUser(m, "carol", "approver") };
+    // restart_service (mutating) in the default NORMAL mode goes to an approver; it is not refused.
+    let r = await runOngrid(["skills", "run", "restart_service", "--edge", "cli-edge", "--param", "unit=ongrid-test-none.service"], oscar);
+    expect(r.code, r.stderr).toBe(0);
+    expect(lastLine(r.stdout)).toMatch(/^apr_[0-9a-f]{16}$/);
+    expect(r.stderr).toMatch(/approval required: apr_/);
+    expect(r.stderr).not.toContain("guardrail_high_risk");
+
+    // A mutating command line that prints on both streams and exits 2, approved, then read back.
+    r = await runOngrid(["skills", "run", "exec", "--edge", "cli-edge", "--param", "command=echo partial-out; echo second-line; ls /nonexistent-ongrid-dir"], oscar);
+    expect(r.code, r.stderr).toBe(0);
+    const id = lastLine(r.stdout);
+    r = await runOngrid(["approvals", "approve", id], carol);
+    expect(r.code, r.stderr).toBe(0);
+    let got = "";
+    expect(
+      await waitFor(async () => {
+        got = (await runOngrid(["approvals", "get", id], carol)).stdout;
+        return got.includes("result:");
+      }, 20_000),
+    ).toBe(true);
+    expect(got).toMatch(/result: FAILED: exec on cli-edge: exit_status: the command exited with status 2/);
+    expect(got).toMatch(/hint: /);
+    expect(got).toContain("exit_code: 2");
+    // stdout and stderr as text blocks, not escaped JSON strings; no null anywhere.
+    expect(got).toMatch(/── stdout ──\n\s+partial-out\n\s+second-line\n/);
+    expect(got).toMatch(/── stderr ──\n\s+ls: .*nonexistent-ongrid-dir/);
+    expect(got).not.toContain("\\n");
+    expect(got).not.toMatch(/\bnull\b/);
+    // The audit row says it failed.
+    r = await runOngrid(["audit", "list", "--tool", "exec", "--json"], { ONGRID_MANAGER_URL: m.url, ONGRID_TOKEN: m.adminToken });
+    const rows = JSON.parse(r.stdout) as Array<{ error: string; approval_id?: string }>;
+    expect(rows.some((row) => row.error.startsWith("exit_status: the command exited with status 2"))).toBe(true);
   }, 120_000);
 
   it("manages users and tokens directly on a database without a manager", async () => {

@@ -42,10 +42,10 @@ export function createApprovedRunner(deps: { resolver: Resolver; run: ReturnType
           const params = row.params as Record<string, unknown>;
           const cls = effectiveClass(target.skill, params);
           if (cls === "dangerous" || row.effectiveClass === "dangerous") {
-            if (!row.sopDocument) throw new OngridError("permission_denied", "a dangerous call needs its SOP, and the request has none");
+            if (!row.sopDocument) throw new OngridError("permission_denied", "a dangerous call needs its SOP, and the request has none", "request it again with a signed SOP (`ongrid skills run --sop FILE`, ExecuteSkillRequest.sop)");
             const ok = checkSop(row.sopDocument, sopKeys(), { skillKey: row.skillKey, params });
-            if (ok.hash !== row.sopHash) throw new OngridError("permission_denied", "the SOP changed since the request");
-            if (approvers.length < 2) throw new OngridError("permission_denied", `a dangerous call needs two approvers; ${row.id} has ${approvers.length}`);
+            if (ok.hash !== row.sopHash) throw new OngridError("permission_denied", "the SOP changed since the request", "request it again with the SOP as it is now, and have it approved again");
+            if (approvers.length < 2) throw new OngridError("permission_denied", `a dangerous call needs two approvers; ${row.id} has ${approvers.length}`, "a second approver other than the requester must approve it");
           }
           const evidence = { approvalId: row.id, approvers, sopHash: row.sopHash, effectiveClass: cls, reasonType: "approved" };
           const result = await run({ target, params, timeoutMs: row.timeoutMs, evidence, invocation: { caller, sessionId: row.sessionId } });

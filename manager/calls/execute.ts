@@ -119,7 +119,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       trail.decision = d.behavior;
       trail.decisionReason = `${d.reasonType}: ${d.reason}`;
       if (d.behavior === "deny") {
-        throw new OngridError("permission_denied", `denied (${d.reasonType}): ${d.reason}`, d.reasonType === "role" ? "ask an operator" : undefined);
+        throw new OngridError("permission_denied", `denied (${d.reasonType}): ${d.reason}`, d.hint);
       }
       if (d.behavior === "ask") {
         if (input.noApproval) {

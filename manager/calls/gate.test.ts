@@ -12,6 +12,7 @@
  */
 import { describe, expect, test } from "vitest";
 import type { SkillClass } from "../../skill/types.ts";
+import { loadConfig } from "../config/load.ts";
 import { decide, MODES, policyFromConfig, type GateInput, type GatePolicy, type PermissionDecision, type PermissionMode, type ReasonType } from "./gate.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -166,6 +167,57 @@ describe("gate table: every class × mode × role × whitelist × guardrail × a
 
   test("every row was checked", () => {
     expect(checked).toBe(EXPECTED_ROW_COUNT);
+  });
+});
+
+describe("every refusal names the way forward", () => {
+  const denials = ROWS.map((r) => ({ row: r, d: decide(inputFor(r)) })).filter((x) => x.d.behavior === "deny");
+
+  test("each denial carries a hint, and the mode-related ones name a mode and where to choose it", () => {
+    expect(denials.length).toBeGreaterThan(100);
+    for (const { row, d } of denials) {
+      expect(d.hint, label(row)).toMatch(/\w{3,}/);
+      if (["guardrail_high_risk", "mode_read_only", "bypass_disabled"].includes(d.reasonType)) {
+        expect(d.hint, label(row)).toMatch(/(NORMAL|ASK_DESTRUCTIVE) mode/);
+        expect(d.hint, label(row)).toContain("--mode");
+        expect(d.hint, label(row)).toContain("/skills");
+      }
+    }
+  });
+
+  test("following a hint's mode gets past that refusal: the call is allowed or goes to approval", () => {
+    let followed = 0;
+    for (const { row, d } of denials) {
+      if (!/(NORMAL|ASK_DESTRUCTIVE) mode/.test(d.hint ?? "")) continue;
+      // ASK_DESTRUCTIVE, when named, is the mode that sends every class to approval.
+      const mode: PermissionMode = d.hint!.includes("ASK_DESTRUCTIVE") ? "ASK_DESTRUCTIVE" : "NORMAL";
+      const again = decide({ ...inputFor(row), mode });
+      expect(again.reasonType, label(row)).not.toBe(d.reasonType);
+      if (again.behavior === "deny") expect(["role", "playbook_whitelist", "guardrail_notification"], label(row)).toContain(again.reasonType);
+      followed++;
+    }
+    expect(followed).toBeGreaterThan(50);
+  });
+});
+
+describe("the default guardrail list (issue 28: the approval demo works by default)", () => {
+  const policy = policyFromConfig(loadConfig({ env: {} }).gate);
+
+  test("restart_service, a mutating host skill, goes to one approver in NORMAL, not refused", () => {
+    const d = decide({ key: "restart_service", cls: "mutating", mode: "NORMAL", role: "operator", policy });
+    expect(pick(d)).toEqual({ behavior: "ask", reasonType: "approval_required", approvals: 1, needsSop: false });
+  });
+
+  test("cluster destruction (kubernetes_action) stays high-risk: refused in NORMAL with the way to approval", () => {
+    const d = decide({ key: "kubernetes_action", cls: "dangerous", mode: "NORMAL", role: "operator", policy });
+    expect(d.reasonType).toBe("guardrail_high_risk");
+    expect(d.hint).toContain("ASK_DESTRUCTIVE");
+    expect(pick(decide({ key: "kubernetes_action", cls: "dangerous", mode: "ASK_DESTRUCTIVE", role: "operator", policy }))).toMatchObject({ behavior: "ask", approvals: 2, needsSop: true });
+  });
+
+  test("the list stays configurable", () => {
+    const custom = policyFromConfig(loadConfig({ env: { ONGRID_GATE_HIGH_RISK_TOOLS: "restart_service, kubernetes_action" } }).gate);
+    expect(decide({ key: "restart_service", cls: "mutating", mode: "NORMAL", role: "operator", policy: custom }).reasonType).toBe("guardrail_high_risk");
   });
 });
 

@@ -86,7 +86,7 @@ export function createParker({ approvals, recorder, sopKeys, approvalTtlMs }: { 
     if (!input.waitForApproval) return { auditSeq: seq, approval: { ...row, requestAuditSeq: seq } };
     const end = await approvals.waitFinal(row.id, input.signal);
     if (end.state === "executed") return { result: end.result as ResultEnvelope, auditSeq: end.executionAuditSeq, approval: end };
-    if (end.state === "denied") throw new OngridError("permission_denied", `approval request ${end.id} was denied by ${end.deniedBy}${end.reason ? `: ${end.reason}` : ""}`);
+    if (end.state === "denied") throw new OngridError("permission_denied", `approval request ${end.id} was denied by ${end.deniedBy}${end.reason ? `: ${end.reason}` : ""}`, "talk to the approver; change the call and request it again if need be");
     if (end.state === "expired") throw new OngridError("deadline_exceeded", `approval request ${end.id} expired at ${end.expiresAt.toISOString()} without a decision`, "request it again when an approver is available");
     throw new OngridError("failed_precondition", `approval request ${end.id} was approved but did not run: ${end.reason}`);
   };

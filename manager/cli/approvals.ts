@@ -3,7 +3,9 @@ import { Command } from "commander";
 import { toJson } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ApprovalSchema, ApprovalState, type Approval } from "../../proto/gen/ongrid/v1/approval_service_pb.ts";
+import { SkillResultSchema } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { classFromProto } from "../../skill/proto.ts";
+import { renderOutput, renderStatus, type EnvelopeJson } from "./render.ts";
 import { OngridError } from "../../skill/errors.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCoreOptions, type CoreOptions } from "./common.ts";
 
@@ -24,7 +26,11 @@ function show(a: Approval, json: boolean): void {
   if (a.sopHash) console.log(`  SOP: ${a.sopId} v${a.sopVersion} sha256 ${a.sopHash}`);
   if (a.deniedBy) console.log(`  denied by ${a.deniedBy}`);
   if (a.reason) console.log(`  reason: ${a.reason}`);
-  if (a.result) console.log(`  result: ${a.result.success ? "success" : `failed: ${a.result.error?.code}: ${a.result.error?.message}`} (audit row ${a.executionAuditSeq})`);
+  if (a.result) {
+    const env = toJson(SkillResultSchema, a.result, { alwaysEmitImplicit: true, useProtoFieldName: true }) as EnvelopeJson;
+    console.log(`  result: ${renderStatus(a.key, env, String(a.executionAuditSeq)).join("\n  ")}`);
+    for (const line of renderOutput(env.output)) console.log(`    ${line}`);
+  }
 }
 
 /** Builds the `approvals` command group. */

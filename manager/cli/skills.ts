@@ -22,6 +22,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { addClassifyCommand } from "./classify.ts";
 import { coerceParams } from "./params.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
+import { printResult } from "./render.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
 import { classFromProto, classToProto, scopeFromProto, scopeToProto } from "../rpc/convert.ts";
 
@@ -162,12 +163,7 @@ export function skillsCommand(): Command {
         seq = String(out.auditSeq);
       }
       if (opts.json) console.log(JSON.stringify({ ...envelope, audit_seq: seq }, null, 2));
-      else {
-        console.log(JSON.stringify(envelope.output ?? null, null, 2));
-        const err = envelope.error as { code: string; message: string; hint: string } | undefined;
-        if (err && !envelope.success) console.error(`error ${err.code}: ${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`);
-        console.error(`(${envelope.duration_ms ?? 0} ms${envelope.truncated ? ", truncated" : ""}, audit row ${seq})`);
-      }
+      else printResult(key, envelope, seq);
       if (!envelope.success) process.exitCode = 1;
     });
 

@@ -53,7 +53,7 @@ export const CONFIG_SCHEMA = {
       properties: {
         default_mode: { type: "string", enum: ["READ_ONLY", "NORMAL", "ASK_DESTRUCTIVE", "BYPASS"], default: "NORMAL", description: "Permission mode of calls that name none (READ_ONLY, NORMAL, ASK_DESTRUCTIVE; BYPASS needs gate.allow_bypass).", env: "ONGRID_GATE_MODE" },
         allow_bypass: { type: "boolean", default: false, description: "Allow BYPASS mode (development only: non-safe calls run without approval; every such call is logged at warn level).", env: "ONGRID_GATE_ALLOW_BYPASS" },
-        high_risk_tools: { type: "string", default: "restart_service,kubernetes_action", description: "Comma-separated skill keys denied in NORMAL mode and sent to approval in ASK_DESTRUCTIVE (guardrail layer 2).", env: "ONGRID_GATE_HIGH_RISK_TOOLS" },
+        high_risk_tools: { type: "string", default: "kubernetes_action", description: "Comma-separated skill keys denied in NORMAL mode and sent to approval in ASK_DESTRUCTIVE (guardrail layer 2). The default lists cluster-destroying tools only; a mutating tool that is not listed (restart_service) goes to human approval in NORMAL.", env: "ONGRID_GATE_HIGH_RISK_TOOLS" },
         notification_tools: { type: "string", default: "send_message", description: "Comma-separated skill keys that notify people (send a message, page); denied unless gate.allow_notifications.", env: "ONGRID_GATE_NOTIFICATION_TOOLS" },
         allow_notifications: { type: "boolean", default: false, description: "Let notification tools through the guardrail (they still follow their class).", env: "ONGRID_GATE_ALLOW_NOTIFICATIONS" },
       },

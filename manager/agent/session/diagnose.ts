@@ -19,7 +19,8 @@ import type { PlaybookRegistry } from "../../playbooks/registry.ts";
 import type { Hub } from "../../fleet/hub.ts";
 import { systemCaller } from "../bridge/call.ts";
 import { condense } from "./condense.ts";
-import { createEvidence, type EvidenceItem } from "./evidence.ts";
+import { createEvidence } from "./evidence.ts";
+import { fallbackReport } from "./report.ts";
 import { metered, type ModelClient, type ModelUsage } from "../llm.ts";
 import { runPlanner } from "./planner.ts";
 import { runExecutor } from "./executor.ts";
@@ -181,7 +182,7 @@ export function createAgent(deps: AgentDeps) {
         }
         const host = offered.get(step.tool)?.skill.meta.scope === "host";
         if (host && !edgeId) {
-          yield skip(step.tool, "no edge to run it on (none online in reach; name one with --edge)");
+          yield skip(step.tool, "no edge to run it on (none online in reach; name one: --edge on the CLI, the edge choice in the console)");
           continue;
         }
         const args = host ? { edge_id: edgeId, ...filled.args } : filled.args;
@@ -189,7 +190,7 @@ export function createAgent(deps: AgentDeps) {
         const item = await evidence.call(step.tool, JSON.stringify(args));
         yield toolResultEvent(item);
       }
-      const report = fallbackReport(input.text, decision, playbook, edgeId, evidence.items(), skipped);
+      const report = fallbackReport(input.text, decision, playbook, edgeId, evidence.items(), skipped, sessionId);
       yield { type: "report", path: "fallback", markdown: report };
       yield await finish("done", "diagnosis finished (fallback steps, no model)", { path: "fallback", report, plan: { source: "fallback_steps", steps }, toolCalls: evidence.items().length });
     } catch (err) {
@@ -217,26 +218,3 @@ export function createAgent(deps: AgentDeps) {
 
 /** The agent's interface. */
 export type Agent = ReturnType<typeof createAgent>;
-
-/** The deterministic report: what ran, what it returned, what was not checked; no conclusions. */
-export function fallbackReport(text: string, decision: RouteDecision, playbook: Playbook, edgeId: string | undefined, items: readonly EvidenceItem[], skipped: ReadonlyArray<{ tool: string; reason: string }>): string {
-  const lines = [
-    `# Diagnosis report`,
-    ``,
-    `- Incident: ${redactString(text.trim()).slice(0, 500)}`,
-    `- Playbook: ${playbook.name} (${playbook.displayName}); routed by ${decision.path}${decision.fallbackCause ? ` (${decision.fallbackCause})` : ""}: ${decision.reason}`,
-    `- Path: fallback steps — no model is configured, so the playbook's fallback steps ran as written and nothing below is interpreted or invented.`,
-    `- Edge: ${edgeId ?? "none"}`,
-    ``,
-    `## Evidence`,
-  ];
-  if (!items.length) lines.push("", "No step ran.");
-  for (const e of items) {
-    lines.push("", `### ${e.step}. ${e.tool}${e.edgeId ? ` on ${e.edgeId}` : ""} — ${e.pendingApproval ? `waiting for approval ${e.pendingApproval}` : e.success ? "ok" : "failed"}${e.deduped ? " (same as an earlier step)" : ""} (audit #${e.auditSeq})`, "", "```", e.content, "```");
-  }
-  lines.push("", "## Not checked");
-  if (!skipped.length) lines.push("", "Every fallback step ran.");
-  for (const s of skipped) lines.push(`- ${s.tool}: ${s.reason}`);
-  lines.push("", "## Next", "", `Read the playbook (\`ongrid playbooks show ${playbook.name}\`) for what these results mean and what to check next; configure a model (model.base_url, model.model) for an interpreted report.`);
-  return lines.join("\n");
-}

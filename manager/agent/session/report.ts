@@ -1,0 +1,148 @@
+/**
+ * The report a session writes without a model (J3): Markdown that says what ran, summarises what
+ * each step returned and links every step to its audit row, where the whole result is kept. It
+ * invents nothing and draws no conclusion; the summary only shortens what the tool returned.
+ */
+import { redactString } from "../../../skill/redact.ts";
+import type { Playbook } from "../../playbooks/parse.ts";
+import type { RouteDecision } from "../router/router.ts";
+import type { EvidenceItem } from "./evidence.ts";
+
+/** How much of one result the report shows. */
+const MAX_FIELDS = 12;
+const MAX_TEXT_LINES = 10;
+const MAX_ITEMS = 3;
+const MAX_INLINE = 160;
+
+/** One line of a value, cut to MAX_INLINE characters. */
+function inline(v: unknown): string {
+  const s = typeof v === "string" ? v : JSON.stringify(v) ?? String(v);
+  const one = s.replace(/\s*\n\s*/g, " ⏎ ");
+  return one.length > MAX_INLINE ? `${one.slice(0, MAX_INLINE)}…` : one;
+}
+
+/** Backticks that cannot be closed by the text inside them. */
+function code(s: string): string {
+  const longest = Math.max(0, ...[...s.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(longest + 1);
+  return longest ? `${fence} ${s} ${fence}` : `${fence}${s}${fence}`;
+}
+
+/** A text block (fenced so that the text cannot end it), its first lines and how many were left out. */
+function textBlock(text: string): string[] {
+  const lines = text.replace(/\n$/, "").split("\n");
+  const shown = lines.slice(0, MAX_TEXT_LINES);
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(longest + 1);
+  const out = [fence + "text", ...shown, fence];
+  if (lines.length > shown.length) out.push(`(${lines.length - shown.length} more lines in the audit row)`);
+  return out;
+}
+
+/** A summary of one output value as Markdown lines. */
+export function summariseOutput(output: unknown): string[] {
+  if (output === null || output === undefined) return ["No output."];
+  if (typeof output === "string") return output.includes("\n") ? textBlock(output) : [inline(output)];
+  if (Array.isArray(output)) {
+    const lines = [`${output.length} item${output.length === 1 ? "" : "s"}${output.length ? ":" : "."}`];
+    for (const item of output.slice(0, MAX_ITEMS)) lines.push(`- ${code(inline(item))}`);
+    if (output.length > MAX_ITEMS) lines.push(`- … ${output.length - MAX_ITEMS} more`);
+    return lines;
+  }
+  if (typeof output !== "object") return [code(String(output))];
+  const entries = Object.entries(output as Record<string, unknown>);
+  const lines: string[] = [];
+  const blocks: string[] = [];
+  for (const [k, v] of entries.slice(0, MAX_FIELDS)) {
+    if (typeof v === "string" && v.includes("\n")) {
+      const n = v.replace(/\n$/, "").split("\n").length;
+      lines.push(`- ${k}: ${n} line${n === 1 ? "" : "s"} (below)`);
+      blocks.push("", `${k}:`, "", ...textBlock(v));
+    } else if (Array.isArray(v)) {
+      lines.push(`- ${k}: ${v.length} item${v.length === 1 ? "" : "s"}${v.length ? `, e.g. ${code(inline(v[0]))}` : ""}`);
+    } else if (typeof v === "string" && v === "") {
+      lines.push(`- ${k}: (empty)`);
+    } else {
+      lines.push(`- ${k}: ${code(inline(v))}`);
+    }
+  }
+  if (entries.length > MAX_FIELDS) lines.push(`- … ${entries.length - MAX_FIELDS} more fields in the audit row`);
+  if (!entries.length) lines.push("An empty object.");
+  return [...lines, ...blocks];
+}
+
+/** What a tool message holds: the result envelope as the model was given it (bridge/call.ts toolContent). */
+function parseContent(content: string): { success?: boolean; output?: unknown; error?: { code?: string; message?: string; hint?: string }; truncated?: boolean; note?: string } | undefined {
+  try {
+    const v = JSON.parse(content);
+    return v && typeof v === "object" && !Array.isArray(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Markdown lines for one step's result: its error (code, message, hint) or a summary of its output. */
+export function summariseStep(e: EvidenceItem): string[] {
+  if (e.pendingApproval) return [`Waiting for approval ${code(e.pendingApproval)}; the call has not run.`];
+  const env = parseContent(e.content);
+  if (!env) return textBlock(e.content);
+  const lines: string[] = [];
+  if (env.error) {
+    lines.push(`**Failed** ${code(String(env.error.code ?? "error"))}: ${inline(env.error.message ?? "")}`);
+    if (env.error.hint) lines.push("", `Hint: ${inline(env.error.hint)}`);
+  }
+  if (env.output !== undefined) lines.push(...(lines.length ? [""] : []), ...summariseOutput(env.output));
+  else if (!env.error) lines.push(...summariseOutput(env.note ?? null));
+  if (env.truncated) lines.push("", "(The output was cut at the manager's output cap.)");
+  return lines;
+}
+
+/** The state word of a step. */
+function stateOf(e: EvidenceItem): string {
+  return e.pendingApproval ? "waiting for approval" : e.success ? "ok" : "failed";
+}
+
+/** Where a step's whole result can be read. */
+function auditLink(e: EvidenceItem, sessionId: string): string {
+  return `[audit row #${e.auditSeq}](/admin/audit?session=${encodeURIComponent(sessionId)}&tool=${encodeURIComponent(e.tool)})`;
+}
+
+/** The deterministic report: what ran, what it returned (summarised), what was not checked; no conclusions. */
+export function fallbackReport(
+  text: string,
+  decision: RouteDecision,
+  playbook: Playbook,
+  edgeId: string | undefined,
+  items: readonly EvidenceItem[],
+  skipped: ReadonlyArray<{ tool: string; reason: string }>,
+  sessionId: string,
+): string {
+  const lines = [
+    `# Diagnosis report`,
+    ``,
+    `- Incident: ${redactString(text.trim()).slice(0, 500)}`,
+    `- Playbook: ${playbook.name} (${playbook.displayName}); routed by ${decision.path}${decision.fallbackCause ? ` (${decision.fallbackCause})` : ""}: ${decision.reason}`,
+    `- Path: fallback steps — no model is configured, so the playbook's fallback steps ran as written and nothing below is interpreted or invented.`,
+    `- Edge: ${edgeId ?? "none"}`,
+    `- Session: ${sessionId} (every call's whole result: \`ongrid audit list --session ${sessionId}\`, or the console's audit page)`,
+    ``,
+    `## Steps`,
+  ];
+  if (!items.length) lines.push("", "No step ran.");
+  else {
+    lines.push("", "| # | Tool | Edge | Result | Audit |", "| --- | --- | --- | --- | --- |");
+    for (const e of items) lines.push(`| ${e.step} | ${e.tool} | ${e.edgeId || "—"} | ${stateOf(e)}${e.deduped ? " (same as an earlier step)" : ""} | ${auditLink(e, sessionId)} |`);
+    lines.push("", "## Evidence");
+    for (const e of items) {
+      lines.push("", `### ${e.step}. ${e.tool}${e.edgeId ? ` on ${e.edgeId}` : ""} — ${stateOf(e)}`, "");
+      if (e.deduped) lines.push(`Same call as an earlier step; answered from its result (${auditLink(e, sessionId)}).`);
+      else lines.push(...summariseStep(e), "", `Whole result: ${auditLink(e, sessionId)}.`);
+    }
+  }
+  lines.push("", "## Not checked");
+  if (!skipped.length) lines.push("", "Every fallback step ran.");
+  else lines.push("");
+  for (const s of skipped) lines.push(`- ${s.tool}: ${s.reason}`);
+  lines.push("", "## Next", "", `Read the playbook (\`ongrid playbooks show ${playbook.name}\`) for what these results mean and what to check next; configure a model (model.base_url, model.model) for an interpreted report.`);
+  return lines.join("\n");
+}
