@@ -41,7 +41,7 @@ async function authenticate(stream: http2.ServerHttp2Stream, headers: http2.Inco
   const bad = checkGrpcRequest(headers);
   if (bad) return refused(bad);
   const token = bearer(headers);
-  if (!token) return refused({ code: Code.Unauthenticated, message: "missing edge token: send `authorization: Bearer <token>`" });
+  if (!token) return refused({ code: Code.Unauthenticated, message: "missing edge token; send it in the `authorization` header, as `Bearer` followed by the token" });
   let row;
   try {
     row = await tokens.authenticate(token);

@@ -22,7 +22,7 @@ type Res = Parameters<HttpRoute>[1];
 const RULE: GuardRule = {
   name: METRICS_PATH,
   args: (req) => ({ http: `${req.method} ${METRICS_PATH}` }),
-  hints: { unauthenticated: "send an API token (any role) as `authorization: Bearer <token>`; see docs/base-tools.md" },
+  hints: { unauthenticated: "send an API token (any role) in the `authorization` header, as `Bearer` followed by the token; see docs/base-tools.md" },
   headers: { "cache-control": "no-store" },
 };
 

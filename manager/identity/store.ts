@@ -233,7 +233,7 @@ export function createIdentityStore(database: Database, options: IdentityStoreOp
      * refused, each with its own message (none of which quotes the token).
      */
     async authenticate(token: string | undefined, now = new Date()): Promise<Authenticated> {
-      if (!token) throw new OngridError("unauthenticated", "no API token: send `authorization: Bearer <token>`", "ask an admin for a token (`ongrid tokens create --user NAME`)");
+      if (!token) throw new OngridError("unauthenticated", "no API token was sent; send one in the `authorization` header, as `Bearer` followed by the token", "ask an admin for a token (`ongrid tokens create --user NAME`)");
       const m = /^ogu_([0-9a-f]{12})_[A-Za-z0-9_-]{43}$/.exec(token);
       if (!m) throw new OngridError("unauthenticated", "the API token is malformed", "tokens look like ogu_<12 hex>_<43 characters>");
       const hash = hashToken(token);
