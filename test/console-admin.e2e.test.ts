@@ -59,6 +59,13 @@ afterAll(async () => {
 
 const text = async (page: Page, testId: string) => (await page.getByTestId(testId).first().textContent()) ?? "";
 
+/** Opens the console; a locator that never appears fails by name instead of running into the test's timeout. */
+async function open(token: string): Promise<Page> {
+  const page = await openConsole(browser, m.url, token);
+  page.setDefaultTimeout(30_000);
+  return page;
+}
+
 async function openUsers(page: Page): Promise<void> {
   await page.getByRole("link", { name: "Users", exact: true }).click();
   await page.getByRole("heading", { name: "Users", level: 1 }).waitFor();
@@ -66,7 +73,7 @@ async function openUsers(page: Page): Promise<void> {
 
 describeInBrowser("console: users, tokens and edges for admins", () => {
   it("adds a user, shows the manager's refusals with their field, changes role and reach, and keeps the admin from demoting themself", async () => {
-    const page = await openConsole(browser, m.url, m.adminToken);
+    const page = await open(m.adminToken);
     await openUsers(page);
     await page.locator('tr[data-user="admin"]').waitFor();
 
@@ -120,7 +127,7 @@ describeInBrowser("console: users, tokens and edges for admins", () => {
 
   it("issues a token shown once that works, revokes it after a confirmation so it is refused, and disabling a user stops their tokens", async () => {
     if (!(await m.identity.getUser("erin"))) await m.identity.createUser("erin", "viewer", "");
-    const page = await openConsole(browser, m.url, m.adminToken);
+    const page = await open(m.adminToken);
     await openUsers(page);
     await page.getByRole("link", { name: "erin", exact: true }).click();
     await page.getByRole("heading", { name: "User erin" }).waitFor();
@@ -185,7 +192,7 @@ describeInBrowser("console: users, tokens and edges for admins", () => {
   });
 
   it("enrols an edge in the browser; the command shown starts a real edge that comes online on its page; labels, a run, its audit row and revocation", async () => {
-    const page = await openConsole(browser, m.url, m.adminToken);
+    const page = await open(m.adminToken);
     await page.getByRole("link", { name: "Edges", exact: true }).click();
     await page.getByRole("heading", { name: "Edges", level: 1 }).waitFor();
     await page.getByLabel("New edge id").fill("edge-web");
@@ -231,6 +238,9 @@ describeInBrowser("console: users, tokens and edges for admins", () => {
     await expect.poll(() => text(page, "edge-labels"), LIVE).toBe("env=testrole=db");
     expect(await matching("role=db")).toEqual(["edge-web"]);
     expect(await matching("role=web")).toEqual([]);
+    // Labels changed elsewhere (the CLI, another admin) reach the open page's field.
+    await admin.setEdgeLabels({ id: "edge-web", labels: { env: "test", role: "db", tier: "1" } });
+    await expect.poll(() => page.getByLabel(/^Labels \(reach/).inputValue(), LIVE).toBe("env=test, role=db, tier=1");
 
     // Run a skill on this edge from its page; the call appears among its recent calls.
     await page.locator('button[data-skill="host_load"]').click();
@@ -271,10 +281,10 @@ describeInBrowser("console: users, tokens and edges for admins", () => {
     expect((await admin.getEdge({ id: "edge-web" })).edge).toMatchObject({ online: false, revoked: true });
     expect(await page.getByRole("button", { name: "Enrol again (new token)" }).count()).toBe(1);
     await page.context().close();
-  });
+  }, 180_000);
 
   it("shows a non-admin no admin controls, and the manager refuses those calls anyway", async () => {
-    const olga = await openConsole(browser, m.url, tokens.olga);
+    const olga = await open(tokens.olga);
     expect(await olga.getByRole("link", { name: "Users", exact: true }).count()).toBe(0);
     await olga.goto(`${m.url}/admin/users`);
     await olga.getByTestId("whoami").waitFor();
@@ -304,7 +314,7 @@ describeInBrowser("console: users, tokens and edges for admins", () => {
     await olga.context().close();
 
     // An approver reads the edge's recent calls, still without admin controls.
-    const alice = await openConsole(browser, m.url, tokens.alice);
+    const alice = await open(tokens.alice);
     await alice.goto(`${m.url}/edges/edge-one`);
     await alice.getByRole("heading", { name: "Recent calls" }).waitFor();
     await expect.poll(() => alice.getByText(/newest audit rows that targeted this edge/).count(), LIVE).toBe(1);

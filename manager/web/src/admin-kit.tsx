@@ -80,32 +80,6 @@ export function ConfirmButton(props: { label: string; question: ReactNode; confi
   );
 }
 
-/** Labels as one line, "env=prod, team=a", sorted by key. */
-export function labelsText(labels: Record<string, string>): string {
-  return Object.entries(labels)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${v}`)
-    .join(", ");
-}
-
-/**
- * "env=prod, team=a" (commas or new lines) → { env: "prod", team: "a" }; a malformed pair or a
- * repeated key is an error naming the field. The manager checks keys and values again.
- */
-export function parseLabels(text: string, field = "labels"): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const raw of text.split(/[,\n]/)) {
-    const pair = raw.trim();
-    if (!pair) continue;
-    const eq = pair.indexOf("=");
-    if (eq <= 0) throw new Error(`${field}: "${pair}" is not key=value`);
-    const key = pair.slice(0, eq).trim();
-    if (key in out) throw new Error(`${field}: key "${key}" is given twice`);
-    out[key] = pair.slice(eq + 1).trim();
-  }
-  return out;
-}
-
 /** An error: the manager's refusal says so (with its message, which names the field and rule); a form's own check is shown as is. */
 export function RefusedNote(props: { error: unknown; what?: string }) {
   return <ErrorNote error={props.error}>{props.error instanceof ConnectError ? `The manager refused${props.what ? ` ${props.what}` : ""}: ` : ""}</ErrorNote>;

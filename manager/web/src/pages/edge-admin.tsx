@@ -3,10 +3,11 @@
  * edge or rotate its token — the token shown once with the command that starts the agent — replace
  * its labels, revoke it after a confirmation.
  */
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import type { Edge, EnrollEdgeResponse } from "../../../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { useSession } from "../session.tsx";
-import { ConfirmButton, RefusedNote, ShownOnce, labelsText, parseLabels } from "../admin-kit.tsx";
+import { ConfirmButton, RefusedNote, ShownOnce } from "../admin-kit.tsx";
+import { labelsText, parseLabels } from "../labels.ts";
 
 /** The command that starts the agent with a new token (edge/main.ts's flags; docs/edge.md). */
 export function edgeCommand(id: string, token: string): string {
@@ -84,7 +85,13 @@ export function EnrolEdge(props: { known: string[]; onEnrolled(): void }) {
 export function EdgeAdmin(props: { edge: Edge; onChanged(): void }) {
   const { api } = useSession();
   const e = props.edge;
-  const [labels, setLabels] = useState(labelsText(e.labels));
+  const current = labelsText(e.labels);
+  const [labels, setLabels] = useState(current);
+  const [edited, setEdited] = useState(false);
+  // Labels changed elsewhere (another admin, the CLI) replace the field unless it is being edited.
+  useEffect(() => {
+    if (!edited) setLabels(current);
+  }, [current, edited]);
   const [error, setError] = useState<unknown>(null);
   const [note, setNote] = useState("");
   const [res, setRes] = useState<EnrollEdgeResponse | null>(null);
@@ -104,6 +111,7 @@ export function EdgeAdmin(props: { edge: Edge; onChanged(): void }) {
       const r = await api.edges.setEdgeLabels({ id: e.id, labels: parseLabels(labels) });
       const now = r.edge ? labelsText(r.edge.labels) : "";
       setLabels(now);
+      setEdited(false);
       return now ? `Labels are now ${now}.` : "The edge has no labels now.";
     });
   };
@@ -113,9 +121,9 @@ export function EdgeAdmin(props: { edge: Edge; onChanged(): void }) {
       <form className="filters" onSubmit={saveLabels} aria-label="Edit labels">
         <label htmlFor="edge-labels-edit">
           Labels (reach and selectors use these)
-          <input id="edge-labels-edit" value={labels} onChange={(ev) => setLabels(ev.target.value)} placeholder="env=prod, team=web" size={40} />
+          <input id="edge-labels-edit" value={labels} onChange={(ev) => (setLabels(ev.target.value), setEdited(true))} placeholder="env=prod, team=web" size={40} />
         </label>
-        <button type="submit" disabled={labels === labelsText(e.labels)}>
+        <button type="submit" disabled={labels === current}>
           Save labels
         </button>
       </form>

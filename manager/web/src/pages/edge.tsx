@@ -134,7 +134,7 @@ export function EdgePage(props: { id: string }) {
           <span className="help"> reported by the edge in its hello — shown, not used for reach or selectors</span>
         </dd>
       </dl>
-      {allowed.admin ? <EdgeAdmin key={`${edge.id}:${Object.entries(edge.labels).join()}`} edge={edge} onChanged={refresh} /> : null}
+      {allowed.admin ? <EdgeAdmin edge={edge} onChanged={refresh} /> : null}
 
       <h2>Skills</h2>
       {runnable.length === 0 ? <p className="muted">It has offered no skills yet (it lists them when it connects).</p> : null}
