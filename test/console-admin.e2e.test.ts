@@ -234,7 +234,7 @@ describeInBrowser("console: users, tokens and edges for admins", () => {
     expect(await matching("rack=r7")).toEqual([]);
     await page.getByLabel(/^Labels \(reach/).fill("env=test, role=db");
     await page.getByRole("button", { name: "Save labels" }).click();
-    await expect.poll(() => text(page, "edge-admin-note"), LIVE).toBe("Labels are now env=test, role=db.");
+    await expect.poll(() => text(page, "edge-admin-note"), LIVE).toBe("Saved labels: env=test, role=db.");
     await expect.poll(() => text(page, "edge-labels"), LIVE).toBe("env=testrole=db");
     expect(await matching("role=db")).toEqual(["edge-web"]);
     expect(await matching("role=web")).toEqual([]);
@@ -282,6 +282,25 @@ describeInBrowser("console: users, tokens and edges for admins", () => {
     expect(await page.getByRole("button", { name: "Enrol again (new token)" }).count()).toBe(1);
     await page.context().close();
   }, 180_000);
+
+  it("fits a narrow window: the users page with a new token and an edge's page scroll only down", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken, { width: 390, height: 800 });
+    page.setDefaultTimeout(30_000);
+    const width = () => page.evaluate<{ scrollWidth: number; clientWidth: number }>("({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth })");
+    await page.goto(`${m.url}/admin/users/alice`);
+    await page.getByRole("heading", { name: "User alice" }).waitFor();
+    await page.getByRole("button", { name: "Create token" }).click();
+    await page.getByTestId("shown-once").waitFor();
+    const users = await width();
+    expect(users.scrollWidth).toBeLessThanOrEqual(users.clientWidth);
+    await page.goto(`${m.url}/edges/edge-one`);
+    await expect.poll(() => text(page, "edge-state"), LIVE).toBe("online");
+    await page.locator('button[data-skill="host_load"]').click();
+    await page.getByRole("heading", { name: /host_load/ }).waitFor();
+    const edge = await width();
+    expect(edge.scrollWidth).toBeLessThanOrEqual(edge.clientWidth);
+    await page.context().close();
+  });
 
   it("shows a non-admin no admin controls, and the manager refuses those calls anyway", async () => {
     const olga = await open(tokens.olga);

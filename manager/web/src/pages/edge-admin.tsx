@@ -3,7 +3,7 @@
  * edge or rotate its token — the token shown once with the command that starts the agent — replace
  * its labels, revoke it after a confirmation.
  */
-import { useEffect, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import type { Edge, EnrollEdgeResponse } from "../../../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { useSession } from "../session.tsx";
 import { ConfirmButton, RefusedNote, ShownOnce } from "../admin-kit.tsx";
@@ -85,16 +85,17 @@ export function EnrolEdge(props: { known: string[]; onEnrolled(): void }) {
 export function EdgeAdmin(props: { edge: Edge; onChanged(): void }) {
   const { api } = useSession();
   const e = props.edge;
-  const current = labelsText(e.labels);
-  const [labels, setLabels] = useState(current);
-  const [edited, setEdited] = useState(false);
-  // Labels changed elsewhere (another admin, the CLI) replace the field unless it is being edited.
-  useEffect(() => {
-    if (!edited) setLabels(current);
-  }, [current, edited]);
   const [error, setError] = useState<unknown>(null);
   const [note, setNote] = useState("");
   const [res, setRes] = useState<EnrollEdgeResponse | null>(null);
+  const current = labelsText(e.labels);
+  const [labels, setLabels] = useState(current);
+  /** Whether the field holds the admin's unsaved typing. */
+  const edited = useRef(false);
+  // Labels changed elsewhere (another admin, the CLI) replace the field unless it is being edited.
+  useEffect(() => {
+    if (!edited.current) setLabels(current);
+  }, [current]);
   const act = async (what: () => Promise<string>) => {
     setError(null);
     setNote("");
@@ -111,8 +112,8 @@ export function EdgeAdmin(props: { edge: Edge; onChanged(): void }) {
       const r = await api.edges.setEdgeLabels({ id: e.id, labels: parseLabels(labels) });
       const now = r.edge ? labelsText(r.edge.labels) : "";
       setLabels(now);
-      setEdited(false);
-      return now ? `Labels are now ${now}.` : "The edge has no labels now.";
+      edited.current = false;
+      return now ? `Saved labels: ${now}.` : "Saved: the edge has no labels.";
     });
   };
   return (
@@ -121,7 +122,10 @@ export function EdgeAdmin(props: { edge: Edge; onChanged(): void }) {
       <form className="filters" onSubmit={saveLabels} aria-label="Edit labels">
         <label htmlFor="edge-labels-edit">
           Labels (reach and selectors use these)
-          <input id="edge-labels-edit" value={labels} onChange={(ev) => (setLabels(ev.target.value), setEdited(true))} placeholder="env=prod, team=web" size={40} />
+          <input id="edge-labels-edit" value={labels} onChange={(ev) => {
+              edited.current = true;
+              setLabels(ev.target.value);
+            }} placeholder="env=prod, team=web" size={40} />
         </label>
         <button type="submit" disabled={labels === current}>
           Save labels
