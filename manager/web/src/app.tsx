@@ -12,6 +12,7 @@ import { ApprovalsPage } from "./pages/approvals.tsx";
 import { PlaybooksPage } from "./pages/playbooks.tsx";
 import { ChatPage } from "./pages/chat.tsx";
 import { AuditPage } from "./pages/audit.tsx";
+import { UsersPage } from "./pages/users.tsx";
 import type { User } from "../../../proto/gen/ongrid/v1/identity_service_pb.ts";
 
 interface PageDef {
@@ -29,6 +30,7 @@ const PAGES: PageDef[] = [
   { path: "/playbooks", title: "Playbooks", render: () => <PlaybooksPage /> },
   { path: "/chat", title: "Diagnose", render: () => <ChatPage /> },
   { path: "/admin/audit", title: "Audit", render: () => <AuditPage />, visible: (c) => c.approve },
+  { path: "/admin/users", title: "Users", render: () => <UsersPage />, visible: (c) => c.admin },
 ];
 
 /** The whole console. */

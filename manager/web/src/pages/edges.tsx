@@ -9,6 +9,10 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Edge } from "../../../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { useSession } from "../session.tsx";
 import { Chip, ClassBadge, ErrorNote, Time } from "../components.tsx";
+import { Link, segment, usePath } from "../router.tsx";
+import { can } from "../session.tsx";
+import { EdgePage } from "./edge.tsx";
+import { EnrolEdge } from "./edge-admin.tsx";
 
 /** How often the list is refreshed. */
 const POLL_MS = 2000;
@@ -19,9 +23,15 @@ interface Filters {
   onlineOnly: boolean;
 }
 
-/** The edges page. */
+/** /edges, or one edge's page at /edges/:id. */
 export function EdgesPage() {
-  const { api } = useSession();
+  const id = segment(usePath(), 1);
+  return id ? <EdgePage key={id} id={id} /> : <EdgeList />;
+}
+
+function EdgeList() {
+  const { api, user } = useSession();
+  const [enrolled, setEnrolled] = useState(0);
   const [draft, setDraft] = useState("");
   const [filters, setFilters] = useState<Filters>({ selector: "", onlineOnly: false });
   const [edges, setEdges] = useState<Edge[] | null>(null);
@@ -59,7 +69,7 @@ export function EdgesPage() {
       abort.abort();
       clearTimeout(timer);
     };
-  }, [api, filters]);
+  }, [api, filters, enrolled]);
 
   const apply = (e: FormEvent) => {
     e.preventDefault();
@@ -76,6 +86,7 @@ export function EdgesPage() {
   return (
     <>
       <h1>Edges</h1>
+      {can(user).admin ? <EnrolEdge known={edges?.map((e) => e.id) ?? []} onEnrolled={() => setEnrolled((n) => n + 1)} /> : null}
       <form className="filters" onSubmit={apply} aria-label="Filter edges" role="search">
         <label htmlFor="edge-selector">
           Label selector
@@ -120,7 +131,7 @@ export function EdgesPage() {
       </div>
       {edges && edges.length > 0 ? <EdgeTable edges={edges} /> : null}
       {edges && edges.length === 0 && !selectorError ? (
-        <p className="muted">{filtered ? "No edge matches these filters." : "No edge is enrolled yet (ongrid edges enroll ID, then start the agent with its token)."}</p>
+        <p className="muted">{filtered ? "No edge matches these filters." : "No edge is enrolled yet (an admin enrols one here or with `ongrid edge enroll ID`, then starts the agent with its token)."}</p>
       ) : null}
     </>
   );
@@ -159,7 +170,9 @@ function EdgeRow(props: { edge: Edge }) {
   return (
     <tr data-edge={e.id} data-online={e.online ? "true" : "false"}>
       <th scope="row">
-        <code>{e.id}</code>
+        <Link to={`/edges/${encodeURIComponent(e.id)}`}>
+          <code>{e.id}</code>
+        </Link>
       </th>
       <td>
         <span className="chips" data-testid="edge-state">

@@ -94,7 +94,8 @@ function parseSchema(text: string): RJSFSchema {
 
 type Outcome = { kind: "result"; res: ExecuteSkillResponse } | { kind: "fanout"; rows: FanOutEdgeResult[]; summary?: FanOutSummary };
 
-function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
+/** The run form of one skill (also on an edge's page). */
+export function SkillRunner(props: { skill: Metadata; edges: Edge[] }) {
   const { api, user } = useSession();
   const { skill } = props;
   const host = skill.scope !== SkillScope.MANAGER;
