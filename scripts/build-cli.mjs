@@ -8,7 +8,7 @@
 // Paths a module computes from its own location (import.meta.url / import.meta.dirname: the
 // migrations, the built-in playbooks, skill-packs/, dist/console) keep pointing at the source tree:
 // each such use is rewritten relative to the chunk, which sits in dist/cli/ like every other.
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -82,6 +82,14 @@ const precompiled = {
   },
 };
 
+/** Whether two directories hold the same files with the same bytes. */
+function sameFiles(a, b) {
+  if (!existsSync(b)) return false;
+  const names = readdirSync(a).sort();
+  const other = readdirSync(b).sort();
+  return names.length === other.length && names.every((n, i) => n === other[i] && readFileSync(join(a, n)).equals(readFileSync(join(b, n))));
+}
+
 const started = Date.now();
 // Build into a fresh directory and swap it in, so a running CLI never sees half a build.
 const tmp = `${outdir}.${process.pid}.tmp`;
@@ -114,6 +122,14 @@ if (process.env.ONGRID_BUILD_META) writeFileSync(process.env.ONGRID_BUILD_META, 
 const inputs = Object.keys(result.metafile.inputs).filter((p) => !p.startsWith("node_modules/"));
 writeFileSync(join(tmp, "inputs.json"), JSON.stringify(inputs));
 mkdirSync(dirname(outdir), { recursive: true });
-rmSync(outdir, { recursive: true, force: true });
-renameSync(tmp, outdir);
+if (sameFiles(tmp, outdir)) {
+  // The build is deterministic: an unchanged one leaves dist/cli in place (a CLI running from it
+  // meanwhile, say in a test run beside `npm start`, never loses a chunk) and only renews the stamp.
+  const now = new Date();
+  utimesSync(join(outdir, "inputs.json"), now, now);
+  rmSync(tmp, { recursive: true, force: true });
+} else {
+  rmSync(outdir, { recursive: true, force: true });
+  renameSync(tmp, outdir);
+}
 if (!quiet) console.log(`built ${relative(root, outdir)}/ from ${inputs.length} sources in ${Date.now() - started} ms`);
