@@ -32,8 +32,10 @@ import { createRouteStore } from "./agent/router/route-store.ts";
 import { createAgent } from "./agent/session/diagnose.ts";
 import { createSessionStore } from "./agent/session/store.ts";
 
-/** The manager's version, reported to edges and in logs. */
-export const MANAGER_VERSION = "0.1.0";
+import { MANAGER_VERSION } from "./version.ts";
+
+/** The manager's version (manager/version.ts), reported to edges and in logs. */
+export { MANAGER_VERSION };
 
 /** Creates the logger every part of the manager shares (JSON lines on stderr). */
 export function createLogger(level: ManagerConfig["log_level"]): Logger {

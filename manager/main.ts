@@ -163,6 +163,8 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     await core.database.close();
     throw err;
   }
+  // The CLI on this host finds the manager holding the data directory by the URL in its lock file.
+  await core.database.advertise?.(listener.url).catch((err: Error) => log.warn({ err: err.message }, "could not write the manager's URL into the data directory's lock file"));
   const stopWatching = config.packs.watch ? core.packs?.watch() : undefined;
   const stopWatchingPlaybooks = config.playbooks.watch ? core.playbooks.watch() : undefined;
   const stopServing = core.serving.map((start) => start());

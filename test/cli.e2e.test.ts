@@ -33,9 +33,11 @@ describe("ongrid CLI", () => {
   });
 
   it("lists skills as a table and as JSON", async () => {
-    const table = await runOngrid(["skills", "list"]);
+    const table = await runOngrid(["skills", "list", "--data", join(dir, "offline")]);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^KEY\s+SCOPE\s+CLASS/m);
+    // offline, the list is the manager's own registry, and stderr says so and how to see the edges' skills
+    expect(table.stderr).toMatch(/^note: no running manager found, so this lists only the manager's own skills, not those of edges .*--manager URL/m);
     expect(table.stdout).toMatch(/web_search\s+manager\s+safe/);
     const json = await runOngrid(["skills", "list", "--json"]);
     const skills = JSON.parse(json.stdout) as Array<{ key: string }>;
@@ -118,7 +120,7 @@ describe("ongrid CLI", () => {
 });
 
 describe("against a running manager", () => {
-  it("uses --manager URL for run, list, verify and export; the data dir stays locked; SIGTERM stops it cleanly", async () => {
+  it("uses --manager URL for run, list, verify and export, and is found without it from the data dir; SIGTERM stops it cleanly", async () => {
     const data = join(dir, "remote");
     const { child, match } = await startAndWaitFor(
       process.execPath,
@@ -162,10 +164,10 @@ describe("against a running manager", () => {
       expect(anonymous.code).toBe(1);
       expect(anonymous.stderr).toMatch(/manager answered unauthenticated: no API token/);
 
-      const locked = await runOngrid(["audit", "list", "--data", data]);
-      expect(locked.code).toBe(1);
-      expect(locked.stderr).toContain(`pid ${child.pid}`);
-      expect(locked.stderr).toMatch(/--manager URL/);
+      // without --manager, the CLI finds the manager holding the data dir and asks it over RPC
+      const found = await runCli(["audit", "list", "--json", "--data", data], { ...env(), ONGRID_TOKEN: match[2] });
+      expect(found.code, found.stderr).toBe(0);
+      expect(JSON.parse(found.stdout).map((r: { seq: number }) => r.seq)).toEqual([1, 2, 3]);
     } finally {
       child.kill("SIGTERM");
     }
@@ -179,6 +181,58 @@ describe("against a running manager", () => {
     expect(rows[0]).toMatchObject({ decision: "allow", caller_user_id: "admin" });
     expect(rows[2]).toMatchObject({ decision: "deny", caller_user_id: "" });
     expect(rows[2].decision_reason).toMatch(/^unauthenticated: no API token/);
+  });
+});
+
+describe("a manager holding the data directory", () => {
+  it("the CLI finds it from --data and works through it with a token; without one, or for what cannot go over RPC, it says what to do", async () => {
+    const data = join(dir, "held");
+    const { child, match } = await startAndWaitFor(
+      process.execPath,
+      ["bin/ongrid.mjs", "manager", "--port", "0", "--data", data, "--local-edge", "--local-edge-packs", "skill-packs"],
+      new RegExp(`listening on (http://\\S+)[^]*?${BOOTSTRAP_TOKEN.source}[^]*?local edge "(\\S+)" started`),
+      { env: env() },
+    );
+    const [, url, token, edgeId] = match;
+    try {
+      // The lock file names the manager's URL, which is how the CLI finds it.
+      expect(readFileSync(join(data, "ongrid.lock"), "utf8")).toContain(`\nurl ${url}\n`);
+
+      // No --manager: the edge's skills come from the manager over RPC (the local edge registers them once its tunnel is up).
+      let listed: Array<{ key: string; scope: string }> = [];
+      for (let i = 0; i < 50 && !listed.some((s) => s.scope === "SKILL_SCOPE_HOST"); i++) {
+        if (i) await new Promise((r) => setTimeout(r, 200));
+        const r = await runCli(["skills", "list", "--json", "--data", data], { ...env(), ONGRID_TOKEN: token, ONGRID_MANAGER_URL: "" });
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stderr).not.toMatch(/note: no running manager/);
+        listed = JSON.parse(r.stdout);
+      }
+      expect(listed.map((s) => s.key)).toEqual(expect.arrayContaining(["web_search", "host_load"]));
+      const table = await runCli(["skills", "list", "--data", data], { ...env(), ONGRID_TOKEN: token, ONGRID_MANAGER_URL: "" });
+      expect(table.stdout).toMatch(/host_load\s+host\s+safe/);
+
+      // The token may come from a file too.
+      const tokenFile = join(dir, "held-token");
+      writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+      const byFile = await runCli(["edge", "list", "--data", data, "--token-file", tokenFile], { ...env(), ONGRID_TOKEN: "", ONGRID_MANAGER_URL: "" });
+      expect(byFile.code, byFile.stderr).toBe(0);
+      expect(byFile.stdout).toContain(edgeId);
+
+      // Without a token: not the lock, but what is going on and how to pass one.
+      const anonymous = await runCli(["skills", "list", "--data", data], { ...env(), ONGRID_TOKEN: "", ONGRID_TOKEN_FILE: "", ONGRID_MANAGER_URL: "" });
+      expect(anonymous.code).toBe(1);
+      expect(anonymous.stderr).toContain(`is held by the ongrid manager at ${url} (pid ${child.pid})`);
+      expect(anonymous.stderr).toMatch(/hint: pass it in ONGRID_TOKEN, or in a file with --token-file FILE \(or ONGRID_TOKEN_FILE\)/);
+
+      // What only works on the database itself (a second manager on it) says it cannot go through the running one.
+      const second = await runCli(["manager", "--port", "0", "--data", data], env());
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`is held by the ongrid manager at ${url} (pid ${child.pid}`);
+      expect(second.stderr).toMatch(/cannot be done through it: stop that manager first/);
+    } finally {
+      await stopGroup(child);
+    }
+    expect(existsSync(join(data, "ongrid.lock"))).toBe(false);
   });
 });
 

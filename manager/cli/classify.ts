@@ -4,7 +4,6 @@
  * --param/--params, or a batch of params JSON objects, one per line, answered one JSON line each.
  * exec is judged with the read roots and the exec allowlist file given (--read-root, --exec-allow-file).
  */
-import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { pino } from "pino";
 import { createManagerRegistry } from "../skills/builtin/index.ts";
@@ -51,71 +50,69 @@ export function classifyCall(skill: Skill, raw: unknown): ClassifyAnswer {
   return { key, class: cls, read_only: cls === "safe", reasons };
 }
 
-/** Adds `classify` to the `skills` command group. */
-export function addClassifyCommand(cmd: Command): void {
-  cmd
-    .command("classify")
-    .description("print the effective class of a call without running it (offline, the gate's own code)")
-    .argument("<key>")
-    .option("-p, --param <name=value>", "a parameter (repeatable)", (v: string, acc: string[]) => [...acc, v], [])
-    .option("--params <json>", "all parameters as one JSON object")
-    .option("--batch <file>", "one params JSON object per line (- for stdin); prints one JSON line per input, in order")
-    .option("--pack-dir <dir>", "also load the packs in this directory (repeatable)", (v: string, acc: string[]) => [...acc, v], [])
-    .option("--read-root <dir>", "a read root for exec (repeatable; default: skills.exec.read_roots' default, /var/log)", (v: string, acc: string[]) => [...acc, v], [])
-    .option("--exec-allow-file <file>", "an exec allowlist file, as skills.exec.allow_file (default: ONGRID_EXEC_ALLOW_FILE)", process.env.ONGRID_EXEC_ALLOW_FILE)
-    .option("--json", "print JSON")
-    .action((key: string, opts: { param: string[]; params?: string; batch?: string; packDir: string[]; readRoot: string[]; execAllowFile?: string; json?: boolean }) => {
-      const bad = opts.readRoot.find((r) => !r.startsWith("/"));
-      if (bad) flagError("--read-root", `"${bad}" must be an absolute directory path`);
-      try {
-        configureShellPolicy({ readRoots: opts.readRoot, allowFile: opts.execAllowFile || undefined });
-      } catch (err) {
-        if (err instanceof ExecAllowError) flagError("--exec-allow-file", err.message);
-        throw err;
-      }
-      const silent = pino({ level: "silent" });
-      const registry = createManagerRegistry();
-      for (const def of hostSkillDefinitions()) if (!registry.get(def.key)) registry.register(def);
-      if (opts.packDir.length) {
-        const r = createPackSet({ dirs: opts.packDir, scope: "host", registry, log: silent }).rescan();
-        for (const p of r.problems) console.error(`refused: ${formatProblem(p)}`);
-      }
-      const skill = registry.get(key);
-      if (!skill) throw new OngridError("not_found", `no skill "${key}"`, "`ongrid skills list` shows the keys; pack skills need --pack-dir");
-      if (opts.batch !== undefined) {
-        if (opts.param.length || opts.params) flagError("--batch", "cannot be combined with --param or --params");
-        const text = readFileSync(opts.batch === "-" ? 0 : opts.batch, "utf8");
-        let failed = false;
-        for (const line of text.split("\n")) {
-          if (line.trim() === "") continue;
-          let raw: unknown;
-          try {
-            raw = JSON.parse(line);
-          } catch (err) {
-            const answer: ClassifyAnswer = { key, error: `not a JSON object: ${(err as Error).message}` };
-            console.log(JSON.stringify(answer));
-            failed = true;
-            continue;
-          }
-          const answer = classifyCall(skill, raw);
-          if (answer.error) failed = true;
-          console.log(JSON.stringify(answer));
-        }
-        if (failed) process.exitCode = 1;
-        return;
-      }
+/** The flags of `skills classify` (classify-command.ts defines them). */
+export interface ClassifyFlags {
+  param: string[];
+  params?: string;
+  batch?: string;
+  packDir: string[];
+  readRoot: string[];
+  execAllowFile?: string;
+  json?: boolean;
+}
+
+/** Runs `skills classify KEY` (loaded only for that command: it brings the whole shell classifier). */
+export function runClassify(key: string, opts: ClassifyFlags): void {
+  const bad = opts.readRoot.find((r) => !r.startsWith("/"));
+  if (bad) flagError("--read-root", `"${bad}" must be an absolute directory path`);
+  try {
+    configureShellPolicy({ readRoots: opts.readRoot, allowFile: opts.execAllowFile || undefined });
+  } catch (err) {
+    if (err instanceof ExecAllowError) flagError("--exec-allow-file", err.message);
+    throw err;
+  }
+  const silent = pino({ level: "silent" });
+  const registry = createManagerRegistry();
+  for (const def of hostSkillDefinitions()) if (!registry.get(def.key)) registry.register(def);
+  if (opts.packDir.length) {
+    const r = createPackSet({ dirs: opts.packDir, scope: "host", registry, log: silent }).rescan();
+    for (const p of r.problems) console.error(`refused: ${formatProblem(p)}`);
+  }
+  const skill = registry.get(key);
+  if (!skill) throw new OngridError("not_found", `no skill "${key}"`, "`ongrid skills list` shows the keys; pack skills need --pack-dir");
+  if (opts.batch !== undefined) {
+    if (opts.param.length || opts.params) flagError("--batch", "cannot be combined with --param or --params");
+    const text = readFileSync(opts.batch === "-" ? 0 : opts.batch, "utf8");
+    let failed = false;
+    for (const line of text.split("\n")) {
+      if (line.trim() === "") continue;
       let raw: unknown;
-      if (opts.params !== undefined) {
-        try {
-          raw = JSON.parse(opts.params);
-        } catch (err) {
-          flagError("--params", `is not JSON: ${(err as Error).message}`);
-        }
-      } else raw = coerceParams(opts.param, skill.jsonSchema as never);
+      try {
+        raw = JSON.parse(line);
+      } catch (err) {
+        const answer: ClassifyAnswer = { key, error: `not a JSON object: ${(err as Error).message}` };
+        console.log(JSON.stringify(answer));
+        failed = true;
+        continue;
+      }
       const answer = classifyCall(skill, raw);
-      if (opts.json) console.log(JSON.stringify(answer));
-      else if (answer.error) console.error(`error: ${answer.error}`);
-      else console.log(`${answer.class}${answer.read_only ? " (read-only)" : ""}\n${answer.reasons!.map((r) => `  - ${r}`).join("\n")}`);
-      if (answer.error) process.exitCode = 1;
-    });
+      if (answer.error) failed = true;
+      console.log(JSON.stringify(answer));
+    }
+    if (failed) process.exitCode = 1;
+    return;
+  }
+  let raw: unknown;
+  if (opts.params !== undefined) {
+    try {
+      raw = JSON.parse(opts.params);
+    } catch (err) {
+      flagError("--params", `is not JSON: ${(err as Error).message}`);
+    }
+  } else raw = coerceParams(opts.param, skill.jsonSchema as never);
+  const answer = classifyCall(skill, raw);
+  if (opts.json) console.log(JSON.stringify(answer));
+  else if (answer.error) console.error(`error: ${answer.error}`);
+  else console.log(`${answer.class}${answer.read_only ? " (read-only)" : ""}\n${answer.reasons!.map((r) => `  - ${r}`).join("\n")}`);
+  if (answer.error) process.exitCode = 1;
 }

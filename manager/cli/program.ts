@@ -1,122 +1,83 @@
-import { diagnoseCommand } from "./diagnose.ts";
-/** The `ongrid` command line: the manager server, skills and audit commands. */
-import { DEFAULT_CONSOLE_DIR, consoleBuilt } from "../http/console.ts";
-import { playbooksCommand, routeCommand } from "./playbooks.ts";
-import { Command, CommanderError } from "commander";
+/** The `ongrid` command line: a table of commands, each loaded only when it runs, so `ongrid --version` loads none. */
+import { Command, CommanderError, Help } from "commander";
 import { OngridError } from "../../skill/errors.ts";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { loadConfig, configReference } from "../config/load.ts";
-import { startManager } from "../main.ts";
-import { splitDirs, MANAGER_VERSION } from "../core.ts";
-import { startLocalEdge } from "../fleet/local-edge.ts";
-import { skillsCommand } from "./skills.ts";
-import { auditCommand } from "./audit.ts";
-import { edgeCommand } from "./edge.ts";
-import { packsCommand } from "./packs.ts";
-import { credentialsCommand } from "./credentials.ts";
-import { sopCommand } from "./sop.ts";
-import { tokensCommand, usersCommand } from "./users.ts";
-import { approvalsCommand } from "./approvals.ts";
+import { MANAGER_VERSION } from "../version.ts";
 
-function managerCommand(): Command {
-  return new Command("manager")
-    .description("run the manager: Connect, gRPC and gRPC-Web on one port, audit in PostgreSQL (PGlite when DATABASE_URL is unset)")
-    .option("--config <file>", "config file (YAML); also ONGRID_CONFIG")
-    .option("--host <addr>", "listen address (server.host)")
-    .option("--port <n>", "listen port (server.port)")
-    .option("--data <dir>", "data directory for the embedded database (data_dir)")
-    .option("--local-edge", "also run an edge agent for this host inside the manager (what `npm start` does)")
-    .option("--local-edge-root <dir>", "directory the local edge's tail_file/host_files may read (repeatable; default /var/log)", (v: string, acc: string[]) => [...acc, v], [])
-    .option("--local-edge-packs <dirs>", "pack directories of the local edge, ':'-separated (packs.local_edge_dirs); `npm start` passes skill-packs")
-    .option("--print-config-reference", "print every config key with its default and environment variable, then exit")
-    .action(async (opts) => {
-      if (opts.printConfigReference) {
-        for (const r of configReference()) console.log(`${r.key}\t${JSON.stringify(r.default)}\t${r.env}\t${r.description}`);
-        return;
-      }
-      const config = loadConfig({
-        file: opts.config,
-        overrides: { "server.host": opts.host, "server.port": opts.port, data_dir: opts.data, "packs.local_edge_dirs": opts.localEdgePacks },
-      });
-      const manager = await startManager(config);
-      console.log(`ongrid manager ${MANAGER_VERSION} listening on ${manager.url} (database: ${manager.database.kind}${manager.database.kind === "pglite" ? ` in ${config.data_dir}` : ""})`);
-      if (manager.bootstrapToken) {
-        console.log(`first start: created user "admin" (role admin). Its API token, shown only this once (keep it; \`ongrid tokens create --user admin\` on this host makes another):`);
-        console.log(manager.bootstrapToken);
-      }
-      let localEdge: { id: string; stop(): void } | undefined;
-      if (opts.localEdge) {
-        localEdge = await startLocalEdge({
-          url: manager.url,
-          edges: manager.edges,
-          log: manager.log,
-          allowedRoots: opts.localEdgeRoot.length ? opts.localEdgeRoot : ["/var/log"],
-          outputCapBytes: config.skills.output_cap_bytes,
-          tlsCert: config.server.tls_cert || undefined,
-          packDirs: splitDirs(config.packs.local_edge_dirs),
-          execSafeRunAs: config.skills.exec?.safe_run_as,
-        }).catch((err) => {
-          console.error(`ongrid: local edge not started: ${(err as Error).message}${(err as OngridError).hint ? `\nhint: ${(err as OngridError).hint}` : ""}`);
-          return undefined;
-        });
-        if (localEdge) console.log(`local edge "${localEdge.id}" started; try: npx ongrid skills run host_load --edge ${localEdge.id} --manager ${manager.url}`);
-      }
-      const consoleDir = config.server.console_dir || DEFAULT_CONSOLE_DIR;
-      if (consoleBuilt(consoleDir)) console.log(`web console: ${manager.url}/ (log in with an API token)`);
-      else console.log(`web console: not built (no ${consoleDir}/index.html); run \`npm run build:web\` (npm start does it) to serve it at ${manager.url}/`);
-      console.log(
-        `try: curl -s -X POST -H 'content-type: application/json' -H "authorization: Bearer ${manager.bootstrapToken ?? "$ONGRID_TOKEN"}" -d '{}' ${manager.url}/ongrid.v1.SkillService/ListSkills`,
-      );
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        manager.log.info({ signal }, "shutting down");
-        localEdge?.stop();
-        manager.close().then(
-          () => process.exit(0),
-          (err) => {
-            console.error(`ongrid: shutdown failed: ${(err as Error).message}`);
-            process.exit(1);
-          },
-        );
-      };
-      process.on("SIGHUP", () => {
-        try {
-          const p = manager.playbooks.reload();
-          manager.log.info({ loaded: p.loaded.length, problems: p.problems.length }, "SIGHUP: playbooks reloaded");
-        } catch (err) {
-          manager.log.error({ err: (err as Error).message }, "SIGHUP: playbook reload refused; the previous set stays");
-        }
-        if (!manager.packs) return manager.log.info("SIGHUP: no pack directories configured (packs.dirs)");
-        const r = manager.packs.rescan();
-        manager.log.info({ loaded: r.loaded.length, problems: r.problems.length }, "SIGHUP: skill packs rescanned");
-      });
-      process.on("SIGINT", () => stop("SIGINT"));
-      process.on("SIGTERM", () => stop("SIGTERM"));
-    });
+/** One top-level command: what `ongrid --help` shows of it, and how to load it. */
+interface CommandEntry {
+  name: string;
+  /** As the help lists it (name, [options], arguments). */
+  term: string;
+  description: string;
+  load: () => Promise<Command>;
 }
 
-/** Builds the program (exported for tests). */
-export function buildProgram(): Command {
+/** Every top-level command. Term and description must be those of the loaded command (cli/program.test.ts checks). */
+export const COMMANDS: readonly CommandEntry[] = [
+  {
+    name: "manager",
+    term: "manager [options]",
+    description: "run the manager: Connect, gRPC and gRPC-Web on one port, audit in PostgreSQL (PGlite when DATABASE_URL is unset)",
+    load: async () => (await import("./manager.ts")).managerCommand(),
+  },
+  { name: "skills", term: "skills", description: "list, inspect, run and lint skills", load: async () => (await import("./skills.ts")).skillsCommand() },
+  { name: "audit", term: "audit", description: "query, verify and export the tool-call audit log", load: async () => (await import("./audit.ts")).auditCommand() },
+  { name: "edge", term: "edge", description: "enroll, revoke and list edge agents", load: async () => (await import("./edge.ts")).edgeCommand() },
+  { name: "packs", term: "packs", description: "subprocess skill packs (skill.json + executable)", load: async () => (await import("./packs.ts")).packsCommand() },
+  {
+    name: "credentials",
+    term: "credentials",
+    description: "store, list and delete the credentials skills use (params name them; values are injected at execution)",
+    load: async () => (await import("./credentials.ts")).credentialsCommand(),
+  },
+  { name: "sop", term: "sop", description: "signed SOP documents, required by dangerous skill calls (see docs/sop.md)", load: async () => (await import("./sop.ts")).sopCommand() },
+  { name: "users", term: "users", description: "users and their roles (viewer, operator, approver, admin) and reach over edges", load: async () => (await import("./users.ts")).usersCommand() },
+  { name: "tokens", term: "tokens", description: "API tokens (stored hashed; shown once when created)", load: async () => (await import("./users.ts")).tokensCommand() },
+  { name: "approvals", term: "approvals", description: "list, approve, deny and watch calls waiting for approval", load: async () => (await import("./approvals.ts")).approvalsCommand() },
+  { name: "playbooks", term: "playbooks", description: "SKILL.md playbooks: how to diagnose a class of incident and which tools to use", load: async () => (await import("./playbooks.ts")).playbooksCommand() },
+  {
+    name: "route",
+    term: "route [options] <text...>",
+    description: "pick the playbook for an incident description (model when configured, else trigger/keyword rules); the decision is stored",
+    load: async () => (await import("./playbooks.ts")).routeCommand(),
+  },
+  {
+    name: "diagnose",
+    term: "diagnose [options] <text...>",
+    description: "diagnose an incident on a running manager: route, plan, gated tool calls on an edge, a report (fallback steps when no model is configured)",
+    load: async () => (await import("./diagnose.ts")).diagnoseCommand(),
+  },
+];
+
+/** The command argv names: the first operand (global options take no value), or the one after `help`. */
+function commandNamed(argv: string[]): string | undefined {
+  const operands = argv.slice(2).filter((a) => !a.startsWith("-"));
+  return operands[0] === "help" ? operands[1] : operands[0];
+}
+
+/**
+ * Builds the program: the command argv names (or every command, with `all`) is loaded in full, the
+ * others are listed by name and description only. Exported for tests.
+ */
+export async function buildProgram(argv: string[] | "all"): Promise<Command> {
   const program = new Command("ongrid")
     .description("ongrid: a control plane for operations skills on a fleet of hosts")
     .version(MANAGER_VERSION)
     .showHelpAfterError()
     .exitOverride();
-  program.addCommand(managerCommand());
-  program.addCommand(skillsCommand());
-  program.addCommand(auditCommand());
-  program.addCommand(edgeCommand());
-  program.addCommand(packsCommand());
-  program.addCommand(credentialsCommand());
-  program.addCommand(sopCommand());
-  program.addCommand(usersCommand());
-  program.addCommand(tokensCommand());
-  program.addCommand(approvalsCommand());
-  program.addCommand(playbooksCommand());
-  program.addCommand(routeCommand());
-  program.addCommand(diagnoseCommand());
+  const wanted = argv === "all" ? undefined : commandNamed(argv);
+  const terms = new Map<Command, string>();
+  for (const entry of COMMANDS) {
+    if (argv === "all" || entry.name === wanted) {
+      program.addCommand(await entry.load());
+    } else {
+      const stub = new Command(entry.name).description(entry.description);
+      terms.set(stub, entry.term);
+      program.addCommand(stub);
+    }
+  }
+  const help = new Help();
+  program.configureHelp({ subcommandTerm: (cmd) => terms.get(cmd) ?? help.subcommandTerm(cmd) });
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();
@@ -127,7 +88,7 @@ export function buildProgram(): Command {
 /** Runs the CLI; errors become one clear line on stderr and exit code 2 (usage/config) or 1. */
 export async function runCli(argv: string[]): Promise<void> {
   try {
-    await buildProgram().parseAsync(argv);
+    await (await buildProgram(argv)).parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       process.exitCode = err.exitCode === 0 ? 0 : 2;
@@ -138,6 +99,8 @@ export async function runCli(argv: string[]): Promise<void> {
       process.exitCode = err.code === "invalid_argument" ? 2 : 1;
       return;
     }
+    // An error from a running manager: loaded only then (every RPC command has loaded it already).
+    const { Code, ConnectError } = await import("@connectrpc/connect");
     if (err instanceof ConnectError) {
       const code = Code[err.code].replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase());
       console.error(`ongrid: manager answered ${code}: ${err.rawMessage}`);
@@ -148,4 +111,3 @@ export async function runCli(argv: string[]): Promise<void> {
     process.exitCode = 1;
   }
 }
-

@@ -5,29 +5,19 @@ import { MetadataSchema, PermissionMode, SkillResultSchema } from "../../proto/g
 import { ApprovalSchema, type Approval } from "../../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { readFileSync } from "node:fs";
-import { MODES } from "../calls/gate.ts";
-import { approvalToProto } from "../rpc/messages/approval.ts";
 import { parseDuration } from "../../skill/duration.ts";
-import { lintRegistry, formatFindings } from "../../skill/lint.ts";
-import { createPackSet } from "../../skill/pack/loader.ts";
-import { formatProblem, toMetadata } from "../../skill/pack/manifest.ts";
-import { createRegistry } from "../../skill/registry.ts";
 import type { SkillDefinition } from "../../skill/types.ts";
-import { pino } from "pino";
-import { metadataToProto, resultToProto } from "../rpc/convert.ts";
-import { MANAGER_BUILTINS, createManagerRegistry } from "../skills/builtin/index.ts";
-import { hostSkillDefinitions } from "../../skill/catalog/index.ts";
-import { baseToolDeclarations } from "../skills/index.ts";
 import { OngridError } from "../../skill/errors.ts";
-import { addClassifyCommand } from "./classify.ts";
+import { addClassifyCommand } from "./classify-command.ts";
 import { coerceParams } from "./params.ts";
 import { flagError, managerUrl, printTable, rpcClients, withCore, withCoreOptions, type CoreOptions } from "./common.ts";
 import { printResult } from "./render.ts";
 import type { Metadata } from "../../proto/gen/ongrid/v1/skill_pb.ts";
-import { classFromProto, classToProto, scopeFromProto, scopeToProto } from "../rpc/convert.ts";
+import { classFromProto, classToProto, metadataToProto, resultToProto, scopeFromProto, scopeToProto } from "../rpc/convert.ts";
 
 /** A --mode value, checked. */
-function modeFromFlag(v: string): "READ_ONLY" | "NORMAL" | "ASK_DESTRUCTIVE" | "BYPASS" {
+async function modeFromFlag(v: string): Promise<"READ_ONLY" | "NORMAL" | "ASK_DESTRUCTIVE" | "BYPASS"> {
+  const { MODES } = await import("../calls/gate.ts");
   const m = v.toUpperCase().replace(/-/g, "_");
   if (!(MODES as readonly string[]).includes(m)) flagError("--mode", `"${v}" is not a permission mode (rule: enum ${MODES.join("|")})`);
   return m as (typeof MODES)[number];
@@ -55,7 +45,7 @@ function metaRow(m: Metadata): Record<string, string> {
 const SCOPES = ["host", "manager"] as const;
 const CLASSES = ["safe", "mutating", "dangerous"] as const;
 
-async function listMetadata(opts: CoreOptions & { scope?: string; class?: string; category?: string }): Promise<Metadata[]> {
+async function listMetadata(opts: CoreOptions & { scope?: string; class?: string; category?: string }, offlineNote = false): Promise<Metadata[]> {
   if (opts.scope && !SCOPES.includes(opts.scope as never)) flagError("--scope", `must be one of ${SCOPES.join(", ")}`);
   if (opts.class && !CLASSES.includes(opts.class as never)) flagError("--class", `must be one of ${CLASSES.join(", ")}`);
   const filter = { scope: opts.scope as (typeof SCOPES)[number] | undefined, class: opts.class as (typeof CLASSES)[number] | undefined, category: opts.category };
@@ -69,6 +59,11 @@ async function listMetadata(opts: CoreOptions & { scope?: string; class?: string
       })
     ).skills;
   }
+  // In process: the manager's own registry, loaded only here. Edges' skills are known only to a running manager.
+  if (offlineNote) {
+    console.error("note: no running manager found, so this lists only the manager's own skills, not those of edges (a running manager knows them): start it (`npm start`), or pass --manager URL, to see them all");
+  }
+  const { createManagerRegistry } = await import("../skills/builtin/index.ts");
   return createManagerRegistry().list(filter).map((s) => metadataToProto(s));
 }
 
@@ -82,7 +77,7 @@ export function skillsCommand(): Command {
     .option("--category <name>", "only skills in this category")
     .option("--json", "print JSON")
     .action(async (opts) => {
-      const skills = await listMetadata(opts);
+      const skills = await listMetadata(opts, true);
       if (opts.json) console.log(JSON.stringify(skills.map((m) => toJson(MetadataSchema, m)), null, 2));
       else printTable(skills.map(metaRow), ["key", "scope", "class", "category", "name"]);
     });
@@ -111,7 +106,7 @@ export function skillsCommand(): Command {
     .option("--json", "print the result envelope as JSON")
     .action(async (key: string, opts) => {
       if (opts.params && opts.param.length) flagError("--params", "use either --params or --param, not both");
-      const mode = opts.mode ? modeFromFlag(opts.mode) : undefined;
+      const mode = opts.mode ? await modeFromFlag(opts.mode) : undefined;
       let sop = "";
       if (opts.sop) {
         try {
@@ -145,6 +140,7 @@ export function skillsCommand(): Command {
         envelope = toJson(SkillResultSchema, res.result!, { alwaysEmitImplicit: true, useProtoFieldName: true }) as Record<string, unknown>;
         seq = String(res.auditSeq);
       } else {
+        const { approvalToProto } = await import("../rpc/messages/approval.ts");
         const out = await withCore(opts, async (core) => {
           const skill = core.registry.get(key);
           return core.dispatcher.execute({
@@ -174,6 +170,16 @@ export function skillsCommand(): Command {
     .option("--pack-dir <dir>", "also lint the packs in this directory (repeatable); a refused manifest is an error", (v: string, acc: string[]) => [...acc, v], [])
     .option("--json", "print findings as JSON")
     .action(async (opts) => {
+      const [{ pino }, { MANAGER_BUILTINS, createManagerRegistry }, { baseToolDeclarations }, { hostSkillDefinitions }, { lintRegistry, formatFindings }, { createPackSet }, { formatProblem, toMetadata }, { createRegistry }] = await Promise.all([
+        import("pino"),
+        import("../skills/builtin/index.ts"),
+        import("../skills/index.ts"),
+        import("../../skill/catalog/index.ts"),
+        import("../../skill/lint.ts"),
+        import("../../skill/pack/loader.ts"),
+        import("../../skill/pack/manifest.ts"),
+        import("../../skill/registry.ts"),
+      ]);
       createManagerRegistry(); // registration itself refuses malformed definitions
       const packDefs: SkillDefinition[] = [];
       if (opts.packDir.length) {

@@ -1,12 +1,13 @@
 /** Loads the manager configuration: defaults < config file < environment < command-line flags, refused at start naming the key. */
 import { readFileSync } from "node:fs";
-import { Ajv, type ErrorObject } from "ajv";
+import type { ErrorObject } from "ajv";
 import { parse as parseYaml } from "yaml";
 import { OngridError } from "../../skill/errors.ts";
 import { parseBoolean } from "../../skill/boolean.ts";
 import { parseDuration, DURATION_PATTERN } from "../../skill/duration.ts";
 import { CONFIG_SCHEMA, type ManagerConfig } from "./schema.ts";
 import { urlProblem } from "./url.ts";
+import { configValidator } from "./validator.ts";
 
 /** Where configuration comes from. */
 export interface LoadConfigOptions {
@@ -23,10 +24,6 @@ interface Leaf {
   env?: string;
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
-ajv.addKeyword({ keyword: "env", schemaType: "string" });
-ajv.addFormat("duration", DURATION_PATTERN);
-const validate = ajv.compile(CONFIG_SCHEMA);
 
 function leaves(schema: any, path: string[] = []): Leaf[] {
   if (schema.type === "object") {
@@ -138,6 +135,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
   }
   for (const [section, spec] of Object.entries(CONFIG_SCHEMA.properties)) if (spec.type === "object" && doc[section] === undefined) doc[section] = {};
   if (doc.skills && typeof doc.skills === "object" && doc.skills.web_search === undefined) doc.skills.web_search = {};
+  const validate = configValidator();
   if (!validate(doc) || problems.length) {
     const lines = [...problems, ...(validate.errors ?? []).map((e) => describe(e, sources))];
     throw new OngridError("invalid_argument", `invalid config:\n  ${[...new Set(lines)].join("\n  ")}`, "see docs/config.md for every key");

@@ -30,6 +30,8 @@ export interface Database {
   pglite?: PGlite;
   /** Closes connections (and releases the PGlite lock); safe to call twice. */
   close(): Promise<void>;
+  /** PGlite: writes the manager's URL into the data directory's lock file, where the CLI finds it (cli/common.ts). */
+  advertise?(url: string): Promise<void>;
 }
 
 /** Where the database lives and how to report on it. */
@@ -74,6 +76,7 @@ async function openPglite(options: OpenDatabaseOptions, migrationsFolder: string
       db,
       kind: "pglite",
       pglite: pg,
+      advertise: (url) => lock.advertise(url),
       async close() {
         if (closed) return;
         closed = true;

@@ -1,5 +1,6 @@
 /** An exclusive pid lock file, so two processes never open the same PGlite data directory. */
-import { link, readFile, unlink, writeFile } from "node:fs/promises";
+import { link, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { OngridError } from "../../skill/errors.ts";
@@ -10,7 +11,49 @@ const heldHere = new Set<string>();
 /** A held lock; release() removes the file if it is still ours. */
 export interface DirLock {
   readonly path: string;
+  /** Writes where the holder serves (a manager's URL) into the lock file, for the CLI to find it (lockHolder). */
+  advertise(url: string): Promise<void>;
   release(): Promise<void>;
+}
+
+/** Who holds a lock file, as lockHolder reads it. */
+export interface LockHolder {
+  pid: number;
+  /** The URL the holder advertised (a running manager), if any. */
+  url?: string;
+}
+
+/**
+ * The live process holding a lock file and the URL it advertised, or undefined when the file is
+ * absent, unreadable, or its holder is gone (a stale lock). Synchronous, for the CLI's start.
+ */
+export function lockHolder(file: string): LockHolder | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  const [first = "", second = "", ...rest] = text.split("\n");
+  const pid = Number.parseInt(first.trim(), 10);
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !pidAlive(pid)) return undefined;
+  const identity = second.trim();
+  const now = processIdentitySync(pid);
+  if (identity && now && now !== identity) return undefined;
+  const url = rest.find((l) => l.startsWith("url "))?.slice(4).trim();
+  return { pid, url: url && /^https?:\/\/[^\s]+$/.test(url) ? url : undefined };
+}
+
+/** processIdentity without waiting; identity "" (unknown) where /proc is not there, which never refutes a lock. */
+function processIdentitySync(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    return start && boot ? `${boot}/${start}` : "";
+  } catch {
+    return "";
+  }
 }
 
 /** Whether a process with this pid exists (EPERM means it does, but belongs to someone else). */
@@ -74,10 +117,10 @@ export async function acquireLock(file: string, what: string): Promise<DirLock> 
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 3) throw err;
       }
-      const [first = "", second] = (await readFile(path, "utf8").catch(() => "")).split("\n");
+      const [first = "", second, ...rest] = (await readFile(path, "utf8").catch(() => "")).split("\n");
       const pid = Number.parseInt(first.trim(), 10);
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && (await holderAlive(pid, second?.trim() || undefined))) {
-        throw heldError(path, pid, what);
+        throw heldError(path, pid, what, rest.find((l) => l.startsWith("url "))?.slice(4).trim());
       }
       // Stale (dead pid, a pid reused by another process, our own pid from a previous life, or garbage): remove and retry.
       await unlink(path).catch((e: NodeJS.ErrnoException) => {
@@ -89,14 +132,29 @@ export async function acquireLock(file: string, what: string): Promise<DirLock> 
   }
   heldHere.add(path);
   let released = false;
+  let content = token;
   return {
     path,
+    async advertise(url: string) {
+      if (released) return;
+      // A third line after pid and identity (kept even when empty, so the URL is never read as one); replaced atomically.
+      const next = `${process.pid}\n${self ?? ""}\nurl ${url}\n`;
+      const tmpUrl = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+      await writeFile(tmpUrl, next, { mode: 0o644 });
+      try {
+        await rename(tmpUrl, path);
+        content = next;
+      } catch (err) {
+        await unlink(tmpUrl).catch(() => undefined);
+        throw err;
+      }
+    },
     async release() {
       if (released) return;
       released = true;
       heldHere.delete(path);
       const text = await readFile(path, "utf8").catch(() => "");
-      if (text === token) await unlink(path).catch(() => undefined);
+      if (text === content) await unlink(path).catch(() => undefined);
     },
   };
 }
@@ -113,11 +171,12 @@ async function createExclusive(tmp: string, path: string, token: string): Promis
   }
 }
 
-function heldError(path: string, pid: number, what: string): OngridError {
+function heldError(path: string, pid: number, what: string, url?: string): OngridError {
   return new OngridError(
     "failed_precondition",
-    `${what} is in use by another ongrid process (pid ${pid}, lock file ${path}): ` +
-      `stop that process, or use --manager URL to work through the running manager`,
+    url
+      ? `${what} is held by the ongrid manager at ${url} (pid ${pid}, lock file ${path}), and this cannot be done through it: stop that manager first`
+      : `${what} is in use by another ongrid process (pid ${pid}, lock file ${path}): ` + `stop that process, or use --manager URL to work through the running manager`,
     `if no process with pid ${pid} is running, delete ${path}`,
   );
 }

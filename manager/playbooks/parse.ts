@@ -70,8 +70,12 @@ export function formatPlaybookProblem(p: Pick<PlaybookProblem, "file" | "field" 
   return `${p.file}: ${p.field ? `${p.field}: ` : ""}${p.message} (rule: ${p.rule})`;
 }
 
-const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, logger: false });
-const validateFrontmatter = ajv.compile(PLAYBOOK_SCHEMA);
+let compiledFrontmatter: ReturnType<Ajv2020["compile"]> | undefined;
+/** The frontmatter validator, compiled on first use rather than at import (the CLI imports this module for commands that read no playbook). */
+function frontmatterValidator(): ReturnType<Ajv2020["compile"]> {
+  compiledFrontmatter ??= new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, logger: false }).compile(PLAYBOOK_SCHEMA);
+  return compiledFrontmatter;
+}
 const KNOWN_KEYS = new Set(Object.keys(PLAYBOOK_SCHEMA.properties));
 const PLACEHOLDER = /\{\{\s*([^}]*?)\s*\}\}/g;
 
@@ -123,6 +127,7 @@ export function parsePlaybook(text: string, file: string, source: Playbook["sour
   const problems: PlaybookProblem[] = [];
   const error = (field: string, rule: string, message: string) => problems.push({ file, field, rule, message, severity: "error" });
   const warn = (field: string, rule: string, message: string) => problems.push({ file, field, rule, message, severity: "warning" });
+  const validateFrontmatter = frontmatterValidator();
   if (!validateFrontmatter(fm)) {
     // Structured, not parsed back out of `param "x": …` lines: a key may hold quotes or newlines.
     for (const p of ajvProblems(validateFrontmatter.errors ?? [])) error(p.field, p.rule, p.what);
