@@ -319,7 +319,7 @@ describeInBrowser("web console", () => {
     await page.locator("#param_port").fill(String(bannerPort));
     await page.getByRole("button", { name: "Run", exact: true }).click();
     await expect.poll(() => page.getByTestId("result").textContent(), LIVE).toMatch(/Succeeded/);
-    await page.evaluate("window.scrollTo(0, 0)");
+    await page.evaluate("window.scrollTo(0, 0); document.querySelector('.skill-table-wrap').scrollTop = 0");
     await screenshot(page, "skills");
     await page.context().close();
   });
@@ -358,7 +358,9 @@ describeInBrowser("web console", () => {
     expect(await auditRow.locator(".audit-outcome").textContent()).toMatch(/error\s*exit_status/);
     await auditRow.locator("summary").click();
     const audited = auditRow.getByTestId("command-output");
-    if ((await audited.count()) > 0) expect(await audited.getByTestId("stderr").textContent()).toMatch(/Unmatched/);
+    expect(await audited.getByTestId("exit-code").textContent()).toBe("Exit code 2");
+    expect(await audited.getByTestId("stderr").evaluate((e) => e.tagName)).toBe("PRE");
+    expect(await audited.getByTestId("stderr").textContent()).toMatch(/^grep: Unmatched/);
     expect(await auditRow.textContent()).not.toMatch(/\bnull\b/);
     await admin.context().close();
   });

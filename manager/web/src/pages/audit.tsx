@@ -575,6 +575,11 @@ function outcome(t: ToolCall) {
   return <Chip kind="online">success</Chip>;
 }
 
+/** A row's result as the log keeps it: the whole envelope (success, output, error, …). */
+function isEnvelope(v: unknown): v is { success: boolean; output?: JsonValue } {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { success?: unknown }).success === "boolean";
+}
+
 function decisionKind(d: string): string {
   return d === "allow" ? "class-safe" : d === "ask" ? "class-mutating" : d === "deny" ? "class-dangerous" : "";
 }
@@ -619,7 +624,17 @@ function AuditRow(props: { call: ToolCall; broken: boolean; onSession: (s: strin
         <details>
           <summary>args{result !== null ? " & result" : ""}</summary>
           <pre className="output">{json(jsonOf(t.args))}</pre>
-          <OutputView value={result as JsonValue} />
+          {isEnvelope(result) ? (
+            <>
+              <OutputView value={result.output} />
+              <details>
+                <summary>result envelope (JSON)</summary>
+                <pre className="output">{json(result)}</pre>
+              </details>
+            </>
+          ) : (
+            <OutputView value={result as JsonValue} />
+          )}
           <dl className="audit-meta">
             {t.approvalId ? (
               <>

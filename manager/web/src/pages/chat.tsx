@@ -183,7 +183,7 @@ export function ChatPage() {
       <p role="status" className="muted" data-testid="chat-status">
         {status}
       </p>
-      <ErrorNote error={error}>The diagnosis failed: </ErrorNote>
+      <ErrorNote error={error}>{error instanceof ConnectError ? "The diagnosis failed: " : null}</ErrorNote>
       {events.length ? (
         <ol className="trace" aria-label="Session trace" data-testid="trace">
           {events.map((e) => (
