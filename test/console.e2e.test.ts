@@ -356,7 +356,7 @@ describeInBrowser("web console", () => {
     const auditRow = admin.getByTestId("audit-row").first();
     await auditRow.waitFor();
     expect(await auditRow.locator(".audit-outcome").textContent()).toMatch(/error\s*exit_status/);
-    await auditRow.locator("summary").click();
+    await auditRow.locator("summary").first().click();
     const audited = auditRow.getByTestId("command-output");
     expect(await audited.getByTestId("exit-code").textContent()).toBe("Exit code 2");
     expect(await audited.getByTestId("stderr").evaluate((e) => e.tagName)).toBe("PRE");

@@ -2,7 +2,7 @@
 import type { ReactNode } from "react";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { toJson } from "@bufbuild/protobuf";
-import { ValueSchema, timestampDate, type Timestamp, type Value } from "@bufbuild/protobuf/wkt";
+import { ValueSchema, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { SkillClass, SkillScope, type SkillResult } from "../../../proto/gen/ongrid/v1/skill_pb.ts";
 import { errorText } from "./client.ts";
 
@@ -81,12 +81,6 @@ export function ResultView(props: { result: SkillResult; label?: string }) {
       <OutputView value={r.output ? toJson(ValueSchema, r.output) : undefined} />
     </section>
   );
-}
-
-/** A result's output as text: a string as is, anything else as JSON. */
-export function outputText(v: Value): string {
-  const j = toJson(ValueSchema, v);
-  return typeof j === "string" ? j : json(j);
 }
 
 /** The fields of a command's output that OutputView shows on their own. */
