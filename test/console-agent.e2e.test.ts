@@ -267,6 +267,9 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     expect(await result.textContent()).toContain("chat-model-edge");
     expect(await result.textContent()).toContain("console-agent-test/1.0");
     expect(await result.textContent()).not.toContain("answered from cache");
+    // the tool's result envelope is shown as every result is: its output, not the envelope as JSON
+    expect(await result.locator("pre.output").first().textContent()).toMatch(/^\{\n  "url": /);
+    expect(await result.textContent()).not.toContain('"success"');
     const again = traceItem(page, "tool_result", "probe_http").nth(1);
     expect(await again.textContent()).toContain("answered from cache");
     expect(await again.textContent()).toContain("[answered from step 2");

@@ -145,3 +145,8 @@ export function OutputView(props: { value: JsonValue | undefined }) {
     </div>
   );
 }
+
+/** A result envelope as JSON (the audit log's result column, an agent's tool result): success, output, error. */
+export function isEnvelope(v: unknown): v is { success: boolean; output?: JsonValue; error?: { code?: string; message?: string; hint?: string } } {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { success?: unknown }).success === "boolean";
+}

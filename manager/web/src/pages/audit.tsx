@@ -11,7 +11,7 @@ import { ValueSchema, timestampDate, timestampFromDate, type Value } from "@bufb
 import type { ListToolCallsRequest, ToolCall, VerifyChainResponse } from "../../../../proto/gen/ongrid/v1/audit_service_pb.ts";
 import { useSession } from "../session.tsx";
 import { navigate, useSearch } from "../router.tsx";
-import { Chip, ErrorNote, OutputView, Time, json } from "../components.tsx";
+import { Chip, ErrorNote, OutputView, Time, isEnvelope, json } from "../components.tsx";
 import { errorText } from "../client.ts";
 
 const PATH = "/admin/audit";
@@ -573,11 +573,6 @@ function outcome(t: ToolCall) {
   const result = jsonOf(t.result);
   if (result === null) return t.decision === "ask" ? <Chip kind="warn">parked</Chip> : <span className="muted">not run</span>;
   return <Chip kind="online">success</Chip>;
-}
-
-/** A row's result as the log keeps it: the whole envelope (success, output, error, …). */
-function isEnvelope(v: unknown): v is { success: boolean; output?: JsonValue } {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { success?: unknown }).success === "boolean";
 }
 
 function decisionKind(d: string): string {

@@ -11,7 +11,7 @@ import { PermissionMode } from "../../../../proto/gen/ongrid/v1/skill_pb.ts";
 import type { Edge } from "../../../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { useSession } from "../session.tsx";
 import { Link } from "../router.tsx";
-import { Chip, ErrorNote, json } from "../components.tsx";
+import { Chip, ErrorNote, OutputView, isEnvelope, json } from "../components.tsx";
 import { SafeMarkdown } from "./playbooks.tsx";
 
 /** One event of the session as it arrived. */
@@ -201,13 +201,27 @@ function Kind(props: { children: ReactNode }) {
   return <span className="kind">{props.children}</span>;
 }
 
-/** A tool's content: pretty JSON when it is JSON, else the text as it came. */
-function contentText(content: string): string {
+/** A tool's content: a result envelope as the console shows every result (OutputView), else as text or JSON. */
+function ToolContent(props: { content: string }) {
+  let parsed: unknown;
   try {
-    return json(JSON.parse(content));
+    parsed = JSON.parse(props.content);
   } catch {
-    return content;
+    return <pre className="output">{props.content}</pre>;
   }
+  if (!isEnvelope(parsed)) return <pre className="output">{json(parsed)}</pre>;
+  const e = parsed.error;
+  return (
+    <>
+      {e && (e.code || e.message) ? (
+        <p className="result-error">
+          <code>{e.code}</code> {e.message}
+          {e.hint ? <span className="hint"> — {e.hint}</span> : null}
+        </p>
+      ) : null}
+      <OutputView value={parsed.output} />
+    </>
+  );
 }
 
 const PATH_TEXT: Record<string, string> = {
@@ -316,7 +330,7 @@ function EventView(props: { ev: TraceEvent; calls: Map<number, JsonObject> }) {
       const edge = str(obj(props.calls.get(step)?.args).edge_id);
       const pending = str(data.pendingApproval);
       const condensed = content.startsWith("[condensed by analyze_output]");
-      const body = <pre className="output">{contentText(content)}</pre>;
+      const body = <ToolContent content={content} />;
       return (
         <>
           <Kind>tool result</Kind> <span className="muted">step {step}</span> <code className="tool">{tool}</code>
