@@ -21,6 +21,9 @@ import { startScriptedModel, type Reply, type ScriptedModel } from "./support/op
 /** The five body sections a playbook should have (else it loads with a warning). */
 const BODY = ["Trigger conditions", "Required evidence", "Recommended tool order", "Stop conditions", "Report format"].map((s) => `## ${s}\n\ntext\n`).join("\n");
 
+/** Generous waits for what arrives over the network (the machine may be busy); nothing asserts how fast. */
+const LIVE = { timeout: 20_000 };
+
 let ext: string;
 let brokenFile: string;
 let m: TestManager;
@@ -164,7 +167,7 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     expect(await result.getByTestId("reload-problems").textContent()).not.toContain(brokenFile);
     // the list follows: the playbook is loaded, the problem is gone, the generation moved on
     await page.locator('[data-playbook="cache_triage"]').waitFor();
-    await expect.poll(() => page.getByTestId("load-problems").textContent()).not.toContain(brokenFile);
+    await expect.poll(() => page.getByTestId("load-problems").textContent(), LIVE).not.toContain(brokenFile);
     expect(await page.getByTestId("playbook-count").textContent()).not.toBe(before);
     await page.locator('[data-playbook="cache_triage"]').click();
     const article = page.getByTestId("playbook");
@@ -181,7 +184,7 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     await page.getByRole("link", { name: "Diagnose" }).click();
     const hitsBefore = webHits;
     await page.getByLabel("Alert or question").fill(`ProbeFailed: ${webUrl}/healthz is failing on chat-edge`);
-    await expect.poll(() => page.locator("#chat-edge option").allTextContents()).toContain("chat-edge (env=test)");
+    await expect.poll(() => page.locator("#chat-edge option").allTextContents(), LIVE).toContain("chat-edge (env=test)");
     await page.getByLabel("Edge").selectOption("chat-edge");
     await page.getByRole("button", { name: "Diagnose" }).click();
     await page.locator('ol.trace > li[data-kind="done"]').waitFor({ timeout: 45_000 });
@@ -243,7 +246,8 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     const page = await openConsole(browser, mm.url, await makeUser(mm, "olga", "operator"));
     await page.getByRole("link", { name: "Diagnose" }).click();
     await page.getByLabel("Alert or question").fill(`the health check of ${webUrl}/ready fails`);
-    // Edge left on "Automatic": the only online edge runs the host tools.
+    // With one edge online it is chosen already: the only online edge runs the host tools.
+    expect(await page.getByLabel("Edge").inputValue()).toBe("chat-model-edge");
     await page.getByRole("button", { name: "Diagnose" }).click();
     await page.locator('ol.trace > li[data-kind="done"]').waitFor({ timeout: 45_000 });
 
@@ -263,6 +267,9 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     expect(await result.textContent()).toContain("chat-model-edge");
     expect(await result.textContent()).toContain("console-agent-test/1.0");
     expect(await result.textContent()).not.toContain("answered from cache");
+    // the tool's result envelope is shown as every result is: its output, not the envelope as JSON
+    expect(await result.locator("pre.output").first().textContent()).toMatch(/^\{\n  "url": /);
+    expect(await result.textContent()).not.toContain('"success"');
     const again = traceItem(page, "tool_result", "probe_http").nth(1);
     expect(await again.textContent()).toContain("answered from cache");
     expect(await again.textContent()).toContain("[answered from step 2");
@@ -297,7 +304,7 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     expect(await stop.isDisabled()).toBe(false);
     expect(await page.getByTestId("chat-status").textContent()).toMatch(/^Running session ses_/);
     await stop.click();
-    await expect.poll(() => page.getByTestId("chat-status").textContent()).toMatch(/^Stopped: you ended session ses_\w+ before it finished/);
+    await expect.poll(() => page.getByTestId("chat-status").textContent(), LIVE).toMatch(/^Stopped: you ended session ses_\w+ before it finished/);
     expect(await page.getByRole("button", { name: "Diagnose" }).isDisabled()).toBe(false);
     expect(await stop.isDisabled()).toBe(true);
     expect(await page.getByRole("alert").count()).toBe(0);
@@ -311,5 +318,29 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     expect(await waitFor(async () => (await status())?.status !== "running", 20_000)).toBe(true);
     expect(await status()).toEqual({ status: "failed", error: "cancelled: the caller went away" });
     await page.context().close();
+  });
+
+  it("picks the edge from the online list: with two edges online there is no automatic choice, the user must pick, and no CLI hint shows", async () => {
+    const second = await startEdge(m, "chat-edge-2", { labels: { env: "test", slot: "2" } });
+    try {
+      const page = await openConsole(browser, m.url, m.adminToken);
+      await page.getByRole("link", { name: "Diagnose" }).click();
+      const options = () => page.locator("#chat-edge option").allTextContents();
+      await expect.poll(options, LIVE).toEqual(["Choose an edge…", "chat-edge (env=test)", "chat-edge-2 (env=test,slot=2)"]);
+      expect(await page.getByLabel("Edge").inputValue()).toBe("");
+      expect(await page.locator("#chat-edge-help").textContent()).toContain("2 online in your reach");
+      await page.getByLabel("Alert or question").fill(`ProbeFailed: ${webUrl}/healthz is failing`);
+      await page.getByRole("button", { name: "Diagnose" }).click();
+      await expect.poll(() => page.getByRole("alert").textContent(), LIVE).toBe("Choose the edge to diagnose: 2 edges are online.");
+      expect(await page.locator("ol.trace").count()).toBe(0);
+      await page.getByLabel("Edge").selectOption("chat-edge-2");
+      await page.getByRole("button", { name: "Diagnose" }).click();
+      await page.locator('ol.trace > li[data-kind="done"]').waitFor({ timeout: 45_000 });
+      expect(await traceItem(page, "tool_call", "probe_http").first().textContent()).toContain("chat-edge-2");
+      expect(await page.locator("body").textContent()).not.toMatch(/--edge/);
+      await page.context().close();
+    } finally {
+      await second.stop();
+    }
   });
 });

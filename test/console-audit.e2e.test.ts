@@ -302,14 +302,14 @@ describeInBrowser("console: audit log", () => {
     await page.context().close();
   });
 
-  it("keeps an operator out: no Audit link, /admin/audit lands on Skills without rows, and the service refuses the operator", async () => {
+  it("keeps an operator out: no Audit link, /admin/audit says it needs the approver role and shows no rows, and the service refuses the operator", async () => {
     const page = await openAt("olga", "");
     await page.getByTestId("whoami").waitFor();
     expect(await page.getByRole("link", { name: "Audit" }).count()).toBe(0);
     await page.goto(`${m.url}/admin/audit?user=paul`);
     await page.getByTestId("whoami").waitFor();
-    await expect.poll(() => new URL(page.url()).pathname, POLL).toBe("/skills");
-    await page.getByRole("heading", { name: "Skills", exact: true }).waitFor();
+    await expect.poll(() => page.getByTestId("not-allowed").textContent(), POLL).toMatch(/needs the approver \(or admin\) role; you are logged in as operator/);
+    expect(new URL(page.url()).pathname).toBe("/admin/audit");
     expect(await page.getByRole("heading", { name: "Audit log" }).count()).toBe(0);
     expect(await page.getByTestId("audit-row").count()).toBe(0);
     expect(await page.getByTestId("chain-status").count()).toBe(0);

@@ -199,7 +199,7 @@ describeInBrowser("console: edges and approvals", () => {
     const result = detail.getByTestId("result");
     expect(await result.textContent()).toMatch(/Succeeded/);
     expect(await result.textContent()).toContain("edge-one");
-    expect(await result.textContent()).toContain('"exit_code": 0');
+    expect(await result.getByTestId("exit-code").textContent()).toBe("Exit code 0");
     expect(await text(alice, "votes")).toMatch(/alice.*append is fine on the test host/);
     await alice.getByRole("radio", { name: /^All/ }).check();
     await screenshot(alice, "approvals");
@@ -298,6 +298,30 @@ describeInBrowser("console: edges and approvals", () => {
     expect((await rpc(tokens.olga).approvals.getApproval({ id: a.id })).approval).toMatchObject({ state: ApprovalState.DENIED, deniedBy: "bob", reason: "not during the freeze" });
     expect(existsSync(target)).toBe(false);
     expect(await runsOf(a.id)).toHaveLength(0);
+    await page.context().close();
+  });
+
+  it("shows an approved command that exits non-zero as failed: the error and hint, the exit code, stdout and stderr as text", async () => {
+    const command = "echo out; echo err >&2; exit 3";
+    const a = (await rpc(tokens.olga).skills.executeSkill({ key: "exec", edgeId: "edge-one", input: { case: "params", value: { command } as never } })).approval!;
+    expect(a.state).toBe(ApprovalState.PENDING);
+    const page = await openConsole(browser, m.url, tokens.alice);
+    await openApproval(page, a.id);
+    await page.getByLabel("Reason (required)").fill("try it");
+    await page.getByRole("button", { name: "Approve", exact: true }).click();
+    const detail = page.getByTestId("approval");
+    await expect.poll(() => detail.getAttribute("data-state"), LIVE).toBe("executed");
+    expect(await detail.getByTestId("outcome").textContent()).toMatch(/Executed after 1 of 1 approval: the call ran and failed\./);
+    const result = detail.getByTestId("result");
+    expect(await result.getAttribute("data-success")).toBe("false");
+    expect(await result.locator(".result-head strong").textContent()).toBe("Failed");
+    expect(await result.locator(".result-error").textContent()).toMatch(/exit_status the command exited with status 3: err/);
+    expect(await result.locator(".hint").textContent()).toMatch(/^Hint: /);
+    expect(await result.getByTestId("exit-code").textContent()).toBe("Exit code 3");
+    expect(await result.getByTestId("stdout").textContent()).toBe("out\n");
+    expect(await result.getByTestId("stderr").textContent()).toBe("err\n");
+    expect(await result.textContent()).not.toMatch(/\bnull\b|\\n/);
+    expect(await runsOf(a.id)).toHaveLength(1);
     await page.context().close();
   });
 });

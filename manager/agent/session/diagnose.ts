@@ -182,7 +182,7 @@ export function createAgent(deps: AgentDeps) {
         }
         const host = offered.get(step.tool)?.skill.meta.scope === "host";
         if (host && !edgeId) {
-          yield skip(step.tool, "no edge to run it on (none online in reach; name one: --edge on the CLI, the edge choice in the console)");
+          yield skip(step.tool, "no edge to run it on (no online edge in your reach)");
           continue;
         }
         const args = host ? { edge_id: edgeId, ...filled.args } : filled.args;

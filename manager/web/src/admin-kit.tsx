@@ -68,7 +68,7 @@ export function ConfirmButton(props: { label: string; question: ReactNode; confi
     }
   };
   return (
-    <span className="confirm" role="group" aria-label={`Confirm: ${props.label}`}>
+    <span className="confirm-inline" role="group" aria-label={`Confirm: ${props.label}`}>
       <span>{props.question}</span>{" "}
       <button type="button" className="danger" disabled={busy} onClick={confirm}>
         {props.confirmLabel ?? "Confirm"}

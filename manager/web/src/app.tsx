@@ -21,6 +21,8 @@ interface PageDef {
   render: () => ReactNode;
   /** Shown only when the role allows it. */
   visible?: (c: ReturnType<typeof can>) => boolean;
+  /** The role the page needs, said to someone whose role does not allow it, e.g. "the approver (or admin) role". */
+  needs?: string;
 }
 
 const PAGES: PageDef[] = [
@@ -29,8 +31,8 @@ const PAGES: PageDef[] = [
   { path: "/approvals", title: "Approvals", render: () => <ApprovalsPage /> },
   { path: "/playbooks", title: "Playbooks", render: () => <PlaybooksPage /> },
   { path: "/chat", title: "Diagnose", render: () => <ChatPage /> },
-  { path: "/admin/audit", title: "Audit", render: () => <AuditPage />, visible: (c) => c.approve },
-  { path: "/admin/users", title: "Users", render: () => <UsersPage />, visible: (c) => c.admin },
+  { path: "/admin/audit", title: "Audit", render: () => <AuditPage />, visible: (c) => c.approve, needs: "the approver (or admin) role" },
+  { path: "/admin/users", title: "Users", render: () => <UsersPage />, visible: (c) => c.admin, needs: "the admin role" },
 ];
 
 /** The whole console. */
@@ -102,12 +104,17 @@ function Shell() {
   const s = useSession();
   const allowed = can(s.user);
   const pages = PAGES.filter((p) => !p.visible || p.visible(allowed));
-  const page = pages.find((p) => path === p.path || path.startsWith(p.path + "/"));
+  // The longest matching path wins (a page under another's path, e.g. /admin/x beside /admin).
+  const matched = PAGES.filter((p) => path === p.path || path.startsWith(p.path + "/")).sort((a, b) => b.path.length - a.path.length)[0];
+  const page = matched && pages.includes(matched) ? matched : undefined;
+  // A page the role may not open is not silently swapped for another: it says why.
+  const denied = matched && !page ? matched : undefined;
   useEffect(() => {
     // "/" and unknown paths land on the first page.
-    if (!page) navigate(pages[0].path);
+    if (denied) document.title = `${denied.title} (not available) · ongrid`;
+    else if (!page) navigate(pages[0].path);
     else document.title = `${page.title} · ongrid`;
-  }, [page, pages]);
+  }, [page, pages, denied]);
   return (
     <>
       <a className="skip" href="#main">
@@ -134,8 +141,23 @@ function Shell() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        {page ? page.render() : null}
+        {page ? page.render() : denied ? <NotAllowed page={denied} role={roleName(s.user.role)} home={pages[0].path} /> : null}
       </main>
     </>
+  );
+}
+
+/** What a person sees at a page their role does not allow: which role it needs, which they have. */
+function NotAllowed(props: { page: PageDef; role: string; home: string }) {
+  return (
+    <section className="denied-page" data-testid="not-allowed">
+      <h1>{props.page.title}: not available to you</h1>
+      <p>
+        This page needs {props.page.needs ?? "a role other than yours"}; you are logged in as <strong>{props.role}</strong>. Ask an admin to change your role, or log in with a token of a user who has it.
+      </p>
+      <p>
+        <Link to={props.home}>Go to {PAGES.find((p) => p.path === props.home)?.title ?? props.home}</Link>
+      </p>
+    </section>
   );
 }

@@ -1,7 +1,8 @@
 /** Small pieces every page uses: errors, chips, times and the skill result envelope. */
 import type { ReactNode } from "react";
+import type { JsonValue } from "@bufbuild/protobuf";
 import { toJson } from "@bufbuild/protobuf";
-import { ValueSchema, timestampDate, type Timestamp, type Value } from "@bufbuild/protobuf/wkt";
+import { ValueSchema, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { SkillClass, SkillScope, type SkillResult } from "../../../proto/gen/ongrid/v1/skill_pb.ts";
 import { errorText } from "./client.ts";
 
@@ -58,11 +59,11 @@ export function json(value: unknown): string {
   return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2);
 }
 
-/** The result envelope: success or the error with its hint, duration, truncation, output. */
+/** The result envelope: success or the error with its code, message and hint, duration, truncation, output. */
 export function ResultView(props: { result: SkillResult; label?: string }) {
   const r = props.result;
   return (
-    <section className={`result ${r.success ? "ok" : "failed"}`} aria-label={props.label ?? "Result"} data-testid="result">
+    <section className={`result ${r.success ? "ok" : "failed"}`} aria-label={props.label ?? "Result"} data-testid="result" data-success={String(r.success)}>
       <p className="result-head">
         <strong>{r.success ? "Succeeded" : "Failed"}</strong>
         {r.edgeId ? <Chip>{r.edgeId}</Chip> : null}
@@ -77,13 +78,75 @@ export function ResultView(props: { result: SkillResult; label?: string }) {
           {r.error.hint ? <p className="hint">Hint: {r.error.hint}</p> : null}
         </div>
       ) : null}
-      {r.output !== undefined ? <pre className="output">{outputText(r.output)}</pre> : null}
+      <OutputView value={r.output ? toJson(ValueSchema, r.output) : undefined} />
     </section>
   );
 }
 
-/** A result's output as text: a string as is, anything else as JSON. */
-export function outputText(v: Value): string {
-  const j = toJson(ValueSchema, v);
-  return typeof j === "string" ? j : json(j);
+/** The fields of a command's output that OutputView shows on their own. */
+const COMMAND_FIELDS = new Set(["command", "exit_code", "signal", "stdout", "stderr", "stdout_truncated", "stderr_truncated"]);
+
+/**
+ * A call's output, readable: nothing for none (never "null"); a command's output (exec, a pack's
+ * pod_execute: stdout/stderr) as its exit code and two text blocks, the other fields folded away;
+ * a string as text; anything else as JSON. Every page that shows a call's output uses it.
+ */
+export function OutputView(props: { value: JsonValue | undefined }) {
+  const v = props.value;
+  if (v === undefined || v === null) return null;
+  if (typeof v === "string") return <pre className="output">{v}</pre>;
+  if (typeof v !== "object" || Array.isArray(v) || (typeof v.stdout !== "string" && typeof v.stderr !== "string")) return <pre className="output">{json(v)}</pre>;
+  const rest = Object.fromEntries(Object.entries(v).filter(([k]) => !COMMAND_FIELDS.has(k)));
+  const stream = (name: "stdout" | "stderr") => {
+    const text = v[name];
+    if (typeof text !== "string") return null;
+    return (
+      <div className="stream">
+        <span className="stream-name">
+          {name}
+          {v[`${name}_truncated`] === true ? <Chip kind="warn">truncated</Chip> : null}
+        </span>
+        {text ? (
+          <pre className={`output ${name}`} data-testid={name}>
+            {text}
+          </pre>
+        ) : (
+          <span className="muted" data-testid={name}>
+            {" "}
+            (empty)
+          </span>
+        )}
+      </div>
+    );
+  };
+  return (
+    <div className="command-output" data-testid="command-output">
+      <p className="row">
+        {typeof v.exit_code === "number" ? (
+          <span data-testid="exit-code">
+            Exit code <strong>{v.exit_code}</strong>
+          </span>
+        ) : null}
+        {typeof v.signal === "string" ? (
+          <span>
+            killed by <code>{v.signal}</code>
+          </span>
+        ) : null}
+        {typeof v.command === "string" ? <code className="command">{v.command}</code> : null}
+      </p>
+      {stream("stdout")}
+      {stream("stderr")}
+      {Object.keys(rest).length ? (
+        <details>
+          <summary>Other fields</summary>
+          <pre className="output">{json(rest)}</pre>
+        </details>
+      ) : null}
+    </div>
+  );
+}
+
+/** A result envelope as JSON (the audit log's result column, an agent's tool result): success, output, error. */
+export function isEnvelope(v: unknown): v is { success: boolean; output?: JsonValue; error?: { code?: string; message?: string; hint?: string } } {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { success?: unknown }).success === "boolean";
 }

@@ -468,7 +468,9 @@ function Outcome(props: { a: Approval }) {
       return (
         <section aria-label="Outcome" data-testid="outcome">
           <h3>Result</h3>
-          <p>Executed after {progressText(a)}.</p>
+          <p>
+            Executed after {progressText(a)}{a.result && !a.result.success ? <strong>: the call ran and failed</strong> : null}.
+          </p>
           {a.result ? <ResultView result={a.result} label="Result of the approved call" /> : <p className="muted">No result was kept.</p>}
         </section>
       );

@@ -6,12 +6,12 @@
  * state from VerifyChain, on load and on demand.
  */
 import { useCallback, useEffect, useRef, useState, type FormEvent, type MouseEvent } from "react";
-import { toJson } from "@bufbuild/protobuf";
+import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, timestampDate, timestampFromDate, type Value } from "@bufbuild/protobuf/wkt";
 import type { ListToolCallsRequest, ToolCall, VerifyChainResponse } from "../../../../proto/gen/ongrid/v1/audit_service_pb.ts";
 import { useSession } from "../session.tsx";
 import { navigate, useSearch } from "../router.tsx";
-import { Chip, ErrorNote, Time, json } from "../components.tsx";
+import { Chip, ErrorNote, OutputView, Time, isEnvelope, json } from "../components.tsx";
 import { errorText } from "../client.ts";
 
 const PATH = "/admin/audit";
@@ -619,7 +619,17 @@ function AuditRow(props: { call: ToolCall; broken: boolean; onSession: (s: strin
         <details>
           <summary>args{result !== null ? " & result" : ""}</summary>
           <pre className="output">{json(jsonOf(t.args))}</pre>
-          {result !== null ? <pre className="output">{json(result)}</pre> : null}
+          {isEnvelope(result) ? (
+            <>
+              <OutputView value={result.output} />
+              <details>
+                <summary>result envelope (JSON)</summary>
+                <pre className="output">{json(result)}</pre>
+              </details>
+            </>
+          ) : (
+            <OutputView value={result as JsonValue} />
+          )}
           <dl className="audit-meta">
             {t.approvalId ? (
               <>

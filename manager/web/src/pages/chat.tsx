@@ -4,13 +4,14 @@
  * route, the plan, each tool call and its result, skipped steps, the report (Markdown) and the
  * verifier's verdict, then done. A running session can be stopped (the stream is aborted).
  */
-import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { useCallback, useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { PermissionMode } from "../../../../proto/gen/ongrid/v1/skill_pb.ts";
 import type { Edge } from "../../../../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { useSession } from "../session.tsx";
 import { Link } from "../router.tsx";
-import { Chip, ErrorNote, json } from "../components.tsx";
+import { Chip, ErrorNote, OutputView, isEnvelope, json } from "../components.tsx";
 import { SafeMarkdown } from "./playbooks.tsx";
 
 /** One event of the session as it arrived. */
@@ -49,16 +50,22 @@ export function ChatPage() {
   const [error, setError] = useState<unknown>(null);
   const abort = useRef<AbortController | null>(null);
 
-  useEffect(() => {
-    let live = true;
-    api.edges.listEdges({}).then(
-      (res) => live && setEdges(res.edges.filter((e) => e.online)),
-      (err) => live && setEdgesError(err),
-    );
-    return () => {
-      live = false;
-    };
+  // The online edges in the caller's reach; with exactly one it is chosen, with several the user picks.
+  const loadEdges = useCallback(async () => {
+    try {
+      const online = (await api.edges.listEdges({ onlineOnly: true })).edges.filter((e) => e.online);
+      setEdgesError(null);
+      setEdges(online);
+      setEdgeId((cur) => (online.some((e) => e.id === cur) ? cur : online.length === 1 ? online[0].id : ""));
+      return online;
+    } catch (err) {
+      setEdgesError(err);
+      return null;
+    }
   }, [api]);
+  useEffect(() => {
+    void loadEdges();
+  }, [loadEdges]);
 
   // Leaving the page ends a running session's stream.
   useEffect(() => () => abort.current?.abort(), []);
@@ -68,6 +75,10 @@ export function ChatPage() {
     if (running) return;
     if (!text.trim()) {
       setError(new Error("Describe the incident: paste the alert or write what is wrong."));
+      return;
+    }
+    if (!edgeId && edges.length > 1) {
+      setError(new Error(`Choose the edge to diagnose: ${edges.length} edges are online.`));
       return;
     }
     const ctrl = new AbortController();
@@ -84,7 +95,11 @@ export function ChatPage() {
       }
     } catch (err) {
       if (ctrl.signal.aborted) setStopped(true);
-      else setError(err);
+      else if (err instanceof ConnectError && err.code === Code.InvalidArgument && err.rawMessage.startsWith("edge_id:")) {
+        // The edges changed since the list was read (one went offline, another came): read them again.
+        const online = await loadEdges();
+        setError(new Error(`The edge is not available any more: choose one of the ${online?.length ?? 0} online edges and start again.`));
+      } else setError(err);
     } finally {
       if (abort.current === ctrl) abort.current = null;
       setRunning(false);
@@ -121,7 +136,12 @@ export function ChatPage() {
           <label htmlFor="chat-edge">
             Edge
             <select id="chat-edge" value={edgeId} onChange={(e) => setEdgeId(e.target.value)} aria-describedby="chat-edge-help">
-              <option value="">Automatic (the only online edge)</option>
+              {edges.length === 0 ? <option value="">No edge online: manager tools only</option> : null}
+              {edges.length > 1 ? (
+                <option value="" disabled>
+                  Choose an edge…
+                </option>
+              ) : null}
               {edges.map((e) => (
                 <option key={e.id} value={e.id}>
                   {e.id}
@@ -145,7 +165,10 @@ export function ChatPage() {
           </label>
         </div>
         <p id="chat-edge-help" className="help">
-          Host tools run on this edge. {edges.length === 0 ? "No edge is online: only manager tools can run." : `${edges.length} online.`}
+          Host tools run on this edge. {edges.length === 0 ? "No edge is online: only manager tools can run." : `${edges.length} online in your reach.`}{" "}
+          <button type="button" className="secondary" onClick={() => void loadEdges()}>
+            Refresh edges
+          </button>
         </p>
         <ErrorNote error={edgesError}>Could not list the edges: </ErrorNote>
         <div className="row">
@@ -160,7 +183,7 @@ export function ChatPage() {
       <p role="status" className="muted" data-testid="chat-status">
         {status}
       </p>
-      <ErrorNote error={error}>The diagnosis failed: </ErrorNote>
+      <ErrorNote error={error}>{error instanceof ConnectError ? "The diagnosis failed: " : null}</ErrorNote>
       {events.length ? (
         <ol className="trace" aria-label="Session trace" data-testid="trace">
           {events.map((e) => (
@@ -178,13 +201,27 @@ function Kind(props: { children: ReactNode }) {
   return <span className="kind">{props.children}</span>;
 }
 
-/** A tool's content: pretty JSON when it is JSON, else the text as it came. */
-function contentText(content: string): string {
+/** A tool's content: a result envelope as the console shows every result (OutputView), else as text or JSON. */
+function ToolContent(props: { content: string }) {
+  let parsed: unknown;
   try {
-    return json(JSON.parse(content));
+    parsed = JSON.parse(props.content);
   } catch {
-    return content;
+    return <pre className="output">{props.content}</pre>;
   }
+  if (!isEnvelope(parsed)) return <pre className="output">{json(parsed)}</pre>;
+  const e = parsed.error;
+  return (
+    <>
+      {e && (e.code || e.message) ? (
+        <p className="result-error">
+          <code>{e.code}</code> {e.message}
+          {e.hint ? <span className="hint"> — {e.hint}</span> : null}
+        </p>
+      ) : null}
+      <OutputView value={parsed.output} />
+    </>
+  );
 }
 
 const PATH_TEXT: Record<string, string> = {
@@ -293,7 +330,7 @@ function EventView(props: { ev: TraceEvent; calls: Map<number, JsonObject> }) {
       const edge = str(obj(props.calls.get(step)?.args).edge_id);
       const pending = str(data.pendingApproval);
       const condensed = content.startsWith("[condensed by analyze_output]");
-      const body = <pre className="output">{contentText(content)}</pre>;
+      const body = <ToolContent content={content} />;
       return (
         <>
           <Kind>tool result</Kind> <span className="muted">step {step}</span> <code className="tool">{tool}</code>

@@ -14,7 +14,7 @@ import type { ToolCall } from "../../../../proto/gen/ongrid/v1/audit_service_pb.
 import { useSession, can, roleName } from "../session.tsx";
 import { Link } from "../router.tsx";
 import { Chip, ClassBadge, ErrorNote, Time } from "../components.tsx";
-import { SkillRunner } from "./skills.tsx";
+import { SkillRunner } from "./skill-runner.tsx";
 import { EdgeAdmin } from "./edge-admin.tsx";
 
 const POLL_MS = 2000;
