@@ -79,6 +79,13 @@ function lockFile(opts: CoreOptions): string | undefined {
 function runningManager(opts: CoreOptions): string | undefined {
   const file = lockFile(opts);
   const holder = file ? lockHolder(file) : undefined;
+  if (holder?.untrusted) {
+    throw new OngridError(
+      "failed_precondition",
+      `the data directory ${dirname(file!)} is held by pid ${holder.pid}, and its lock file ${file} is not followed because ${holder.untrusted}: the CLI would send your token to the URL written there`,
+      "name the manager yourself with --manager URL (or ONGRID_MANAGER_URL), and check who wrote that file",
+    );
+  }
   if (!holder?.url) return undefined;
   if (apiToken(opts) === undefined) {
     throw new OngridError(

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
-import { acquireLock, lockHolder, processIdentity } from "./lock.ts";
+import { acquireLock, lockFileUntrusted, lockHolder, processIdentity } from "./lock.ts";
 
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
@@ -71,5 +71,21 @@ describe("the URL in the lock file", () => {
     const other = await otherProcess();
     await writeFile(file, `${other.pid}\n${(await processIdentity(other.pid!)) ?? ""}\nurl http://127.0.0.1:7072\n`);
     await expect(acquireLock(file, `the data directory ${dir}`)).rejects.toThrow(/is held by the ongrid manager at http:\/\/127\.0\.0\.1:7072 \(pid \d+, lock file .*\), and this cannot be done through it: stop that manager first/);
+  });
+
+  test("a lock file another user could have written is not followed: its URL would receive the CLI's token", async () => {
+    const file = join(await tempDir(), "ongrid.lock");
+    const other = await otherProcess();
+    await writeFile(file, `${other.pid}\n${(await processIdentity(other.pid!)) ?? ""}\nurl http://127.0.0.1:7073\n`);
+    await chmod(file, 0o666);
+    expect(lockHolder(file)).toMatchObject({ pid: other.pid, url: undefined, untrusted: expect.stringMatching(/writable by every user \(mode 666\)/) });
+    await chmod(file, 0o664);
+    expect(lockHolder(file)?.untrusted).toMatch(/writable by its group/);
+    await chmod(file, 0o644);
+    expect(lockHolder(file)).toEqual({ pid: other.pid, url: "http://127.0.0.1:7073" });
+    // Owned by someone else (the rule itself: a test cannot chown without a second account).
+    expect(lockFileUntrusted({ uid: 1234, mode: 0o100644 }, 1000)).toMatch(/belongs to uid 1234, not to you \(uid 1000\) or root/);
+    expect(lockFileUntrusted({ uid: 0, mode: 0o100644 }, 1000)).toBeUndefined();
+    expect(lockFileUntrusted({ uid: 1000, mode: 0o100600 }, 1000)).toBeUndefined();
   });
 });

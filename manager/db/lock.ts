@@ -1,6 +1,6 @@
 /** An exclusive pid lock file, so two processes never open the same PGlite data directory. */
 import { link, readFile, rename, unlink, writeFile } from "node:fs/promises";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync, type Stats } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { OngridError } from "../../skill/errors.ts";
@@ -21,6 +21,8 @@ export interface LockHolder {
   pid: number;
   /** The URL the holder advertised (a running manager), if any. */
   url?: string;
+  /** Set when the file's owner or mode means its URL is not followed (lockFileUntrusted). */
+  untrusted?: string;
 }
 
 /**
@@ -29,8 +31,10 @@ export interface LockHolder {
  */
 export function lockHolder(file: string): LockHolder | undefined {
   let text: string;
+  let untrusted: string | undefined;
   try {
     text = readFileSync(file, "utf8");
+    untrusted = lockFileUntrusted(statSync(file));
   } catch {
     return undefined;
   }
@@ -41,7 +45,20 @@ export function lockHolder(file: string): LockHolder | undefined {
   const now = processIdentitySync(pid);
   if (identity && now && now !== identity) return undefined;
   const url = rest.find((l) => l.startsWith("url "))?.slice(4).trim();
+  if (untrusted) return { pid, url: undefined, untrusted };
   return { pid, url: url && /^https?:\/\/[^\s]+$/.test(url) ? url : undefined };
+}
+
+/**
+ * Why a lock file's URL must not be followed, or undefined when it may: the CLI sends its API token
+ * to that URL, so the file must be written by this user (or root) and by nobody else — never a file
+ * another local user planted in a shared or group-writable directory.
+ */
+export function lockFileUntrusted(st: Pick<Stats, "uid" | "mode">, uid = process.getuid?.()): string | undefined {
+  if (uid === undefined) return undefined;
+  if (st.uid !== uid && st.uid !== 0) return `it belongs to uid ${st.uid}, not to you (uid ${uid}) or root`;
+  if (st.mode & 0o022) return `it is writable by ${st.mode & 0o002 ? "every user" : "its group"} (mode ${(st.mode & 0o777).toString(8)})`;
+  return undefined;
 }
 
 /** processIdentity without waiting; identity "" (unknown) where /proc is not there, which never refutes a lock. */
