@@ -14,10 +14,11 @@
  * stream's implementation has started (the caller authenticated and authorised, the request read)
  * and its first message is not ready within the same turn of the event loop; the headers (status
  * 200: every protocol's stream answers 200 from there on) are then written and flushed. A stream
- * that fails or yields before that keeps connect's answer unchanged (a gRPC trailers-only
- * response); one that fails after it carries its status where each protocol puts it once the
- * headers are out: the gRPC trailers, the gRPC-Web trailer frame, the Connect end-of-stream
- * message. Response headers an implementation sets after its first await are not sent.
+ * refused before that (authentication, a bad request) or that yields at once is answered exactly
+ * as connect-node answers it; one that fails later carries its status where each protocol puts it
+ * once the headers are out: the gRPC trailers, the gRPC-Web trailer frame, the Connect
+ * end-of-stream message (HTTP status 200 in all three, as before). Response headers an
+ * implementation sets after its first await are not sent.
  */
 import { Code, ConnectError, createConnectRouter, createContextKey, createContextValues, createServiceImplSpec, type ConnectRouter, type ConnectRouterOptions, type ContextValues, type Interceptor, type ServiceImplSpec } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
