@@ -82,6 +82,15 @@ async function runsOf(approvalId: string) {
 }
 
 describeInBrowser("console: edges and approvals", () => {
+  it("says /approvals is live on a fresh load, before any request changes (Watch sends its headers at once)", async () => {
+    const page = await openConsole(browser, m.url, m.adminToken);
+    await page.goto(`${m.url}/approvals`);
+    await page.getByRole("heading", { name: "Approvals", level: 1 }).waitFor();
+    expect(await m.approvals.list({ state: "pending" })).toEqual([]);
+    await expect.poll(() => text(page, "live"), LIVE).toMatch(/^Live: changes appear as they happen\./);
+    await page.context().close();
+  });
+
   it("lists an online edge with its labels, shows a newly started edge without a reload, and turns it offline when it stops", async () => {
     const page = await openConsole(browser, m.url, m.adminToken);
     await openEdges(page);

@@ -4,17 +4,23 @@
  * manager does — calls by skill, decision and outcome, errors, latency, edges, approvals, audit
  * rows. Label values are escaped, and caller-chosen keys cannot mint new series.
  */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import { Gauge } from "prom-client";
 import { bootManager, type TestManager } from "../../test/support/manager.ts";
 import { makeUser } from "../../test/support/auth.ts";
+import { requiredUnderCi } from "../../test/support/ci.ts";
 import { startEdge, waitFor, type TestEdge } from "../../test/support/edge.ts";
 import { cacheFlushSkill } from "../../test/support/skills.ts";
 import { createManagerMetrics, errorCodeOf, UNKNOWN_SKILL } from "../observability/metrics.ts";
 import type { Caller } from "../identity/caller.ts";
 import type { Database } from "../db/client.ts";
 import { approvals as approvalsTable } from "../db/schema/index.ts";
+
+/** Prometheus's own linter of a page: $ONGRID_PROMTOOL or Debian's /usr/bin/promtool (package prometheus). */
+const PROMTOOL = process.env.ONGRID_PROMTOOL || "/usr/bin/promtool";
 
 /** One sample of a parsed page. */
 interface Sample {
@@ -175,6 +181,17 @@ describe("GET /metrics", () => {
     const [last] = await m.audit.list({ newestFirst: true, limit: 1 });
     expect(value(after, "ongrid_audit_rows")).toBe(last!.seq);
   });
+
+  // After the test above, so that every family has samples (calls, errors, latency buckets).
+  it.skipIf(!existsSync(PROMTOOL))("passes `promtool check metrics` (Debian's prometheus package), process and Node.js basics included", async () => {
+    const res = await fetch(`${m.url}/metrics`, { headers: { authorization: `Bearer ${viewerToken}` } });
+    const page = await res.text();
+    expect(page).toMatch(/^ongrid_skill_calls_total\{/m);
+    expect(page).toMatch(/^# TYPE nodejs_active_handles gauge$/m);
+    const out = spawnSync(PROMTOOL, ["check", "metrics"], { input: page, encoding: "utf8" });
+    expect({ status: out.status, problems: `${out.stdout}${out.stderr}` }).toEqual({ status: 0, problems: "" });
+  });
+  requiredUnderCi("promtool check metrics on /metrics", () => (existsSync(PROMTOOL) ? undefined : `no promtool at ${PROMTOOL} (Debian's prometheus package; or set ONGRID_PROMTOOL)`));
 });
 
 describe("manager metrics", () => {

@@ -15,6 +15,9 @@ import type { CallObservation } from "../calls/types.ts";
 /** The label a call of a key no skill answers to gets: keys are caller input, labels must stay few. */
 export const UNKNOWN_SKILL = "(unknown)";
 
+/** prom-client defaults dropped from the page (see addProcessMetrics). */
+const NAMED_LIKE_COUNTERS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
+
 /** Latency buckets in seconds: from an in-process lookup to a slow fan-out near the default deadline. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const CODE_LABEL = /^[a-z][a-z0-9_]{0,47}$/;
@@ -203,6 +206,10 @@ export function createManagerMetrics(deps: ManagerMetricsDeps): ManagerMetrics {
       if (processAdded) return;
       processAdded = true;
       collectDefaultMetrics({ register: registry });
+      // Gauges named like counters: `promtool check metrics` refuses a non-counter with a _total
+      // suffix. Each is the sum of the by-type gauge of the same stem, which stays
+      // (nodejs_active_handles{type}, …): sum(nodejs_active_handles) is the same figure.
+      for (const name of NAMED_LIKE_COUNTERS) registry.removeSingleMetric(name);
     },
     // prom-client writes NaN as "Nan"; Prometheus reads that, but the format (and stricter parsers) say "NaN".
     // A sample line ends with its value, and label values cannot hold a raw newline, so the fix is exact.

@@ -5,9 +5,22 @@
  * bad payload is the server's fault — while a bad JSON body is invalid_argument. On a server the
  * body is the caller's input: such answers are rewritten to invalid_argument, in each protocol's
  * own form (a Connect unary error body and status, a gRPC trailer, a gRPC-Web trailer frame, a
- * Connect end-of-stream frame). Nothing else is changed.
+ * Connect end-of-stream frame).
+ *
+ * And one addition: a server stream says it is live at once. connect-es resolves a handler, and
+ * connect-node writes the response headers, only with the first message, so a stream that waits
+ * for events (ApprovalService/Watch with nothing pending) would send nothing at all, and a client
+ * could not tell a live stream from a stalled connection. An innermost interceptor sees when a
+ * stream's implementation has started (the caller authenticated and authorised, the request read)
+ * and its first message is not ready within the same turn of the event loop; the headers (status
+ * 200: every protocol's stream answers 200 from there on) are then written and flushed. A stream
+ * refused before that (authentication, a bad request) or that yields at once is answered exactly
+ * as connect-node answers it; one that fails later carries its status where each protocol puts it
+ * once the headers are out: the gRPC trailers, the gRPC-Web trailer frame, the Connect
+ * end-of-stream message (HTTP status 200 in all three, as before). Response headers an
+ * implementation sets after its first await are not sent.
  */
-import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type ConnectRouter, type ConnectRouterOptions, type ContextValues, type ServiceImplSpec } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextKey, createContextValues, createServiceImplSpec, type ConnectRouter, type ConnectRouterOptions, type ContextValues, type Interceptor, type ServiceImplSpec } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { DescMessage } from "@bufbuild/protobuf";
@@ -28,7 +41,7 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
 export function rpcAdapter(options: RpcAdapterOptions): DualHandler & { specs: ServiceImplSpec[] } {
   // JSON requests are read strictly: an unknown field or enum name is refused naming it, instead of
   // being dropped (a misspelled permission_mode would otherwise run in the default mode).
-  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], jsonOptions: { ignoreUnknownFields: false }, ...options });
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], jsonOptions: { ignoreUnknownFields: false }, ...options, interceptors: [...(options.interceptors ?? []), liveWhileWaiting] });
   const specs: ServiceImplSpec[] = [];
   const recording: ConnectRouter = {
     get handlers() {
@@ -48,15 +61,69 @@ export function rpcAdapter(options: RpcAdapterOptions): DualHandler & { specs: S
   const handler: DualHandler = (req, res) => {
     const handler = paths.get((req.url ?? "").split("?", 2)[0]!);
     if (!handler) return options.fallback(req, res);
-    const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, options.contextValues?.(req));
+    const values = options.contextValues?.(req) ?? createContextValues();
+    let early = false;
+    if (handler.method.methodKind === "server_streaming") {
+      values.set(kSendHeaders, (header) => {
+        if (res.headersSent || res.writableEnded || res.destroyed) return;
+        res.writeHead(200, nodeHeaders(header));
+        // node:http holds the head until the first write; node:http2 sends it at writeHead.
+        (res as { flushHeaders?: () => void }).flushHeaders?.();
+        early = true;
+      });
+    }
+    const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, values);
     handler(uReq)
-      .then(async (uRes) => universalResponseToNodeResponse(await badBodyIsInvalidArgument(uRes, handler.method.input), res as never))
+      .then(async (uRes) => universalResponseToNodeResponse(await badBodyIsInvalidArgument(uRes, handler.method.input), (early ? headersWritten(res) : res) as never))
       .catch((reason) => {
         if (ConnectError.from(reason).code === Code.Aborted) return;
         console.error(`handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`, reason);
       });
   };
   return Object.assign(handler, { specs });
+}
+
+/** Writes a server stream's response headers now; set by the adapter for each server-streaming request. */
+const kSendHeaders = createContextKey<((header: Headers) => void) | undefined>(undefined, { description: "ongrid: send a stream's headers" });
+
+/**
+ * The innermost interceptor: once a server stream's implementation runs and its first message is
+ * not ready within this turn of the event loop, its headers are sent (see the file's comment).
+ */
+const liveWhileWaiting: Interceptor = (next) => async (req) => {
+  const res = await next(req);
+  const send = req.contextValues.get(kSendHeaders);
+  if (!res.stream || !send || req.method.methodKind !== "server_streaming") return res;
+  return { ...res, message: announceWhileWaiting(res.message, () => send(res.header)) };
+};
+
+/** The messages unchanged; `announce` is called if the first one is not ready within this turn. */
+async function* announceWhileWaiting<T>(messages: AsyncIterable<T>, announce: () => void): AsyncGenerator<T> {
+  const it = messages[Symbol.asyncIterator]();
+  try {
+    const first = it.next();
+    const settled = await Promise.race([first.then(() => true, () => true), new Promise<boolean>((resolve) => setImmediate(resolve, false))]);
+    if (!settled) announce();
+    for (let r = await first; !r.done; r = await it.next()) yield r.value;
+  } finally {
+    await it.return?.();
+  }
+}
+
+/** Web headers as node takes them (one value per name; a stream's headers carry no set-cookie). */
+function nodeHeaders(header: Headers): Record<string, string> {
+  return Object.fromEntries(header);
+}
+
+/** The response, for connect-node's writer, once its headers are out: writing them again is a no-op. */
+function headersWritten<T extends Parameters<DualHandler>[1]>(res: T): T {
+  return new Proxy(res, {
+    get(target, prop) {
+      if (prop === "writeHead") return () => target;
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
 }
 
 const PARSE_FAILURE = "parse binary: ";
