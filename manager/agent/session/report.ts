@@ -21,9 +21,14 @@ function inline(v: unknown): string {
   return one.length > MAX_INLINE ? `${one.slice(0, MAX_INLINE)}…` : one;
 }
 
+/** The longest run of backticks in a text (0 when none): a fence must be longer to hold it. */
+function longestBacktickRun(s: string): number {
+  return Math.max(0, ...[...s.matchAll(/`+/g)].map((m) => m[0].length));
+}
+
 /** Backticks that cannot be closed by the text inside them. */
 function code(s: string): string {
-  const longest = Math.max(0, ...[...s.matchAll(/`+/g)].map((m) => m[0].length));
+  const longest = longestBacktickRun(s);
   const fence = "`".repeat(longest + 1);
   return longest ? `${fence} ${s} ${fence}` : `${fence}${s}${fence}`;
 }
@@ -32,7 +37,7 @@ function code(s: string): string {
 function textBlock(text: string): string[] {
   const lines = text.replace(/\n$/, "").split("\n");
   const shown = lines.slice(0, MAX_TEXT_LINES);
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const longest = Math.max(2, longestBacktickRun(text));
   const fence = "`".repeat(longest + 1);
   const out = [fence + "text", ...shown, fence];
   if (lines.length > shown.length) out.push(`(${lines.length - shown.length} more lines in the audit row)`);
