@@ -62,7 +62,7 @@ interface Identity {
 }
 
 const IDENTITIES: Identity[] = [
-  { name: "absent", state: "absent", refusal: /^no API token was sent; send one in the `authorization` header, as `Bearer` followed by the token$/ },
+  { name: "absent", state: "absent", refusal: /^no API token was sent; send one in the `authorization` header, as `Bearer` followed by the token \(hint: ask an admin for a token \(`ongrid tokens create --user NAME`\)\)$/ },
   { name: "forged", state: "forged", refusal: /^unknown API token \(id [0-9a-f]{12}\)/ },
   { name: "forged-known-id", state: "forged-known-id", refusal: /^unknown API token \(id [0-9a-f]{12}\)/ },
   { name: "expired", state: "expired", refusal: /^API token [0-9a-f]{12} expired at / },

@@ -142,7 +142,7 @@ describe("authentication", () => {
   it("refuses a call without a token: UNAUTHENTICATED, audited as deny", async () => {
     const { err, row } = await refused(undefined);
     expect(err.code).toBe(Code.Unauthenticated);
-    expect(err.rawMessage).toBe("no API token was sent; send one in the `authorization` header, as `Bearer` followed by the token");
+    expect(err.rawMessage).toBe("no API token was sent; send one in the `authorization` header, as `Bearer` followed by the token (hint: ask an admin for a token (`ongrid tokens create --user NAME`))");
     // The audit row keeps the advice readable: the redactor finds no secret in it (issue 28).
     expect(row.decisionReason).toBe("unauthenticated: no API token was sent; send one in the `authorization` header, as `Bearer` followed by the token");
     // the same for Connect JSON over fetch and for a plain gRPC client
