@@ -119,6 +119,11 @@ describe("users, tokens and approvals from the command line", () => {
     r = await runOngrid(["audit", "list", "--tool", "exec", "--json"], { ONGRID_MANAGER_URL: m.url, ONGRID_TOKEN: m.adminToken });
     const rows = JSON.parse(r.stdout) as Array<{ error: string; approval_id?: string }>;
     expect(rows.some((row) => row.error.startsWith("exit_status: the command exited with status 2"))).toBe(true);
+    // The table: the request's "ask" row says it was parked (not "ok"), the run's row says why it failed.
+    r = await runOngrid(["audit", "list", "--tool", "exec"], { ONGRID_MANAGER_URL: m.url, ONGRID_TOKEN: m.adminToken });
+    expect(r.stdout).toMatch(new RegExp(`\\bask\\s+\\d+\\s+parked for approval ${id}`));
+    expect(r.stdout).toMatch(/\ballow\s+\d+\s+exit_status: the command exited with status 2/);
+    expect(r.stdout).not.toMatch(/\bask\s+\d+\s+ok\b/);
   }, 120_000);
 
   it("manages users and tokens directly on a database without a manager", async () => {

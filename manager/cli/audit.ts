@@ -141,7 +141,7 @@ export function auditCommand(): Command {
           user: r.callerUserId,
           decision: r.decision,
           ms: String(r.durationMs),
-          outcome: r.error ? r.error.slice(0, 80) : "ok",
+          outcome: r.error ? r.error.slice(0, 80) : r.decision === "ask" ? `parked for approval ${r.approvalId}` : "ok",
         })),
         ["seq", "started", "tool", "edge", "user", "decision", "ms", "outcome"],
       );
