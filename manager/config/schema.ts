@@ -168,6 +168,17 @@ export const CONFIG_SCHEMA = {
         timeout: { type: "string", default: "15s", description: "Deadline of one request to Prometheus, Loki or Tempo.", env: "ONGRID_OBSERVABILITY_TIMEOUT", format: "duration" },
       },
     },
+    mcp: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        enabled: { type: "boolean", default: true, description: "Serve the Model Context Protocol at mcp.path on the manager's port (streamable HTTP; API token as Bearer). The gate, approvals, reach and audit apply to every MCP call as to any other.", env: "ONGRID_MCP_ENABLED" },
+        path: { type: "string", pattern: "^/[A-Za-z0-9._~/-]*$", default: "/mcp", description: "URL path of the MCP endpoint.", env: "ONGRID_MCP_PATH" },
+        approval_wait: { type: "string", default: "0s", description: "How long an MCP tool call that parked for approval waits (sending progress notifications) before answering \"pending approval\" to a client that did not ask for a task (0s: answer at once; at most 10m).", env: "ONGRID_MCP_APPROVAL_WAIT", format: "duration" },
+        max_sessions_per_user: { type: "integer", minimum: 1, maximum: 10000, default: 16, description: "Open MCP sessions one user may hold on this manager; one more is refused (429) until one closes or idles out.", env: "ONGRID_MCP_MAX_SESSIONS_PER_USER" },
+        session_idle_timeout: { type: "string", default: "30m", description: "An MCP session with no request for this long is closed (its id then answers 404, and the client starts a new one).", env: "ONGRID_MCP_SESSION_IDLE_TIMEOUT", format: "duration" },
+      },
+    },
     incidents: {
       type: "object",
       additionalProperties: false,
@@ -206,4 +217,5 @@ export interface ManagerConfig {
   knowledge: { dirs: string; watch: boolean };
   observability: { prometheus_url: string; loki_url: string; tempo_url: string; timeout: string };
   incidents: { auto_diagnose: boolean; max_auto_diagnoses: number };
+  mcp: { enabled: boolean; path: string; approval_wait: string; max_sessions_per_user: number; session_idle_timeout: string };
 }
