@@ -20,6 +20,7 @@ import { createConsole } from "./http/console.ts";
 import { createMetricsRoute } from "./http/metrics.ts";
 import { createHookRoutes } from "./http/hooks.ts";
 import type { HttpRoute } from "./http/route.ts";
+import { createMcpRoute } from "./mcp/http.ts";
 import { toConnectError } from "./rpc/errors.ts";
 import { auditUndecodable, auditUndecoded, markDecoded, requestContextValues, streamContextValues } from "./rpc/undecoded-audit.ts";
 import { grpcUnaryHandlers } from "./rpc/grpc-unary.ts";
@@ -105,7 +106,18 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     } as typeof res;
   };
   const serveConsole = createConsole(config.server.console_dir || undefined);
-  const httpRoutes: HttpRoute[] = [createMetricsRoute({ ...core, config, log }), createHookRoutes({ ...core, config, log })];
+  const mcp = config.mcp.enabled
+    ? createMcpRoute({
+        ...core,
+        log,
+        path: config.mcp.path,
+        approvalWaitMs: Math.min(parseDuration(config.mcp.approval_wait), 600_000),
+        maxSessionsPerUser: config.mcp.max_sessions_per_user,
+        idleTimeoutMs: parseDuration(config.mcp.session_idle_timeout),
+        maxRequestBytes: config.server.max_request_bytes,
+      })
+    : undefined;
+  const httpRoutes: HttpRoute[] = [createMetricsRoute({ ...core, config, log }), createHookRoutes({ ...core, config, log }), ...(mcp ? [mcp.route] : [])];
   const interceptors = [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log, authFailures: { limit: config.server.auth_failures_per_minute, windowMs: parseDuration(config.server.auth_failure_window) } }), textGuard];
   const rpc = rpcAdapter({
     routes: routes({ ...core, outputCapBytes: config.skills.output_cap_bytes }),
@@ -180,6 +192,8 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       stopWatchingPlaybooks?.();
       core.workflow.stop();
       core.hub.closeAll();
+      // MCP sessions hold open SSE streams the listener would wait for.
+      await mcp?.close();
       await listener.close();
       await core.dispatcher.drain();
       await core.audit.flush();

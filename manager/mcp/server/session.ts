@@ -1,0 +1,117 @@
+/**
+ * One MCP session (M1): an SDK Server bound to the authenticated user of the connection that
+ * opened it. Its tools are the user's gated view, recomputed on every tools/list and re-checked
+ * when the fleet, the registry or the playbooks change (notifications/*\/list_changed only when
+ * this user's view did change).
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "pino";
+import { MANAGER_VERSION } from "../../version.ts";
+import type { Caller } from "../../identity/caller.ts";
+import { createMcpCaller, mcpCaller, type McpCallDeps } from "./call.ts";
+import { getPrompt, listPrompts, listResources, playbooksDigest, readResource } from "./playbooks.ts";
+import { mcpToolView, viewDigest, type ToolViewDeps } from "./tool-view.ts";
+import type { PlaybookRegistry } from "../../playbooks/registry.ts";
+import type { Dispatcher } from "../../calls/execute.ts";
+
+/** What a session needs of the manager. */
+export interface McpSessionDeps extends Omit<ToolViewDeps, "dispatcher">, Omit<McpCallDeps, "dispatcher"> {
+  dispatcher: Pick<Dispatcher, "preview" | "execute" | "refuse">;
+  playbooks: Pick<PlaybookRegistry, "current" | "get">;
+  log: Logger;
+}
+
+const INSTRUCTIONS =
+  "ongrid: operations skills on a fleet of hosts. Every tool call passes ongrid's permission gate and is audited. " +
+  "Host tools need edge_id. A call that changes a host parks for human approval (its result is pending_approval; " +
+  "approval_status tells what became of it). Prompts are diagnosis playbooks; follow the tools they allow.";
+
+/** A session: its SDK server, the user, and the check that sends list_changed. */
+export interface McpSession {
+  server: Server;
+  /** The user as last authenticated (a request with a fresh token lookup updates it: reach and role changes apply). */
+  user: Caller;
+  /** Re-computes the user's views and notifies the client of those that changed. */
+  recheck(): Promise<void>;
+  /** The client's name/version from initialize (for logs and audit). */
+  client(): string;
+}
+
+/** Creates the SDK server of one session for `user`; `sessionId()` is the transport's Mcp-Session-Id. */
+export function createMcpSession(deps: McpSessionDeps, firstUser: Caller, sessionId: () => string): McpSession {
+  const server = new Server(
+    { name: "ongrid", title: "ongrid", version: MANAGER_VERSION },
+    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } }, instructions: INSTRUCTIONS },
+  );
+  const caller = createMcpCaller(deps);
+  const session = { user: firstUser } as McpSession;
+  const scope = () => ({ caller: mcpCaller(session.user) });
+  const view = () => mcpToolView(deps, scope());
+  let toolsSeen: string | undefined;
+  let playbooksSeen: string | undefined;
+
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    const v = view();
+    toolsSeen = viewDigest(v.tools);
+    return { tools: v.tools.map((t) => t.tool) };
+  });
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const token = req.params._meta?.progressToken;
+    return caller.call(
+      {
+        user: session.user,
+        sessionId: sessionId(),
+        offered: view().byName,
+        signal: extra.signal,
+        progress: token === undefined ? undefined : (progress, message) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress, message } }),
+      },
+      req.params.name,
+      req.params.arguments,
+    );
+  });
+  server.setRequestHandler(ListPromptsRequestSchema, () => {
+    playbooksSeen = playbooksDigest(deps.playbooks);
+    return { prompts: listPrompts(deps.playbooks) };
+  });
+  server.setRequestHandler(GetPromptRequestSchema, (req) => getPrompt(deps.playbooks, req.params.name, req.params.arguments));
+  server.setRequestHandler(ListResourcesRequestSchema, () => {
+    playbooksSeen = playbooksDigest(deps.playbooks);
+    return { resources: listResources(deps.playbooks) };
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, (req) => readResource(deps.playbooks, req.params.uri));
+
+  async function recheck(): Promise<void> {
+    if (toolsSeen !== undefined) {
+      const now = viewDigest(view().tools);
+      if (now !== toolsSeen) {
+        toolsSeen = now;
+        await server.sendToolListChanged();
+      }
+    }
+    if (playbooksSeen !== undefined) {
+      const now = playbooksDigest(deps.playbooks);
+      if (now !== playbooksSeen) {
+        playbooksSeen = now;
+        await server.sendPromptListChanged();
+        await server.sendResourceListChanged();
+      }
+    }
+  }
+
+  return Object.assign(session, {
+    server,
+    recheck,
+    client: () => {
+      const c = server.getClientVersion();
+      return c ? `${c.name.slice(0, 64)}/${String(c.version).slice(0, 32)}` : "";
+    },
+  });
+}
