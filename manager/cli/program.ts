@@ -42,6 +42,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./playbooks.ts")).routeCommand(),
   },
   {
+    name: "mcp",
+    term: "mcp [options]",
+    description: "serve MCP over stdio, relayed to a running manager's /mcp with your API token (for MCP clients that launch a command)",
+    load: async () => (await import("./mcp.ts")).mcpCommand(),
+  },
+  {
     name: "diagnose",
     term: "diagnose [options] <text...>",
     description: "diagnose an incident on a running manager: route, plan, gated tool calls on an edge, a report (fallback steps when no model is configured)",
