@@ -197,3 +197,46 @@ describe("MCP server over streamable HTTP", () => {
     expect(refusals.some((r) => r.decision === "deny" && /unauthenticated/.test(r.decisionReason ?? ""))).toBe(true);
   });
 });
+
+describe("MCP server with mcp.approval_wait", () => {
+  let w: TestManager;
+  let edge: TestEdge;
+  beforeAll(async () => {
+    w = await bootManager({ "mcp.approval_wait": "60s" });
+    edge = await startEdge(w, "wait-edge");
+  }, 60_000);
+  afterAll(async () => {
+    await edge?.stop();
+    await w?.stop();
+  });
+
+  it("a parked call waits with progress notifications and answers the executed result once an approver approves", async () => {
+    const target = join(dir, "approved-while-waiting");
+    const approver = await makeUser(w, "wait-approver", "approver");
+    const transport = new StreamableHTTPClientTransport(new URL(`${w.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${await makeUser(w, "wait-op", "operator")}` } } });
+    const client = new Client({ name: "wait-test", version: "1" });
+    await client.connect(transport);
+    const progress: string[] = [];
+    const call = client.callTool({ name: "exec", arguments: { edge_id: "wait-edge", command: `touch ${target}` } }, undefined, {
+      onprogress: (p) => void progress.push(p.message ?? ""),
+      timeout: 120_000,
+    });
+    const approvals = createClient(ApprovalService, createConnectTransport({ baseUrl: w.url, httpVersion: "1.1", interceptors: [bearer(approver)] }));
+    let id = "";
+    expect(
+      await waitFor(async () => {
+        id = (await approvals.listApprovals({ limit: 10 })).approvals.find((a) => a.key === "exec")?.id ?? "";
+        return id !== "";
+      }, 15_000),
+    ).toBe(true);
+    expect(await waitFor(() => progress.length > 0, 15_000)).toBe(true);
+    expect(progress[0]).toMatch(new RegExp(`waiting for approval of ${id}`));
+    await approvals.approve({ id });
+    const r = (await call) as CallToolResult;
+    expect(r.isError).toBe(false);
+    expect(structured(r)).toMatchObject({ success: true, edge_id: "wait-edge" });
+    expect(structured(r).pending_approval).toBeUndefined();
+    expect(existsSync(target)).toBe(true);
+    await client.close();
+  });
+});
