@@ -28,6 +28,8 @@ export interface ToolCallInput {
   signal?: AbortSignal;
   /** A call that needs approval waits until it ran (or was denied or expired, or the signal fired) instead of returning pending. */
   waitForApproval?: boolean;
+  /** The signed SOP text a dangerous call needs (given by the caller, never made up). */
+  sop?: string;
 }
 
 /** What comes back; `content` is what the model is given as the tool message. */
@@ -69,7 +71,7 @@ export async function callTool(dispatcher: Pick<Dispatcher, "execute" | "refuse"
     edgeId = typeof edge_id === "string" ? edge_id : undefined;
     args = rest;
   }
-  const input = { key: call.name, params: args, paramsJson, edgeId, sessionId: call.sessionId, caller, mode: call.mode, playbook: call.playbook, timeoutMs: call.timeoutMs, signal: call.signal, waitForApproval: Boolean(call.waitForApproval) };
+  const input = { key: call.name, params: args, paramsJson, edgeId, sessionId: call.sessionId, caller, mode: call.mode, playbook: call.playbook, timeoutMs: call.timeoutMs, signal: call.signal, waitForApproval: Boolean(call.waitForApproval), ...(call.sop ? { sop: call.sop } : {}) };
   try {
     if (!tool) {
       await dispatcher.refuse(

@@ -17,7 +17,7 @@ import { canSee } from "../../calls/approvals/workflow.ts";
 import type { Dispatcher } from "../../calls/execute.ts";
 import type { ApprovalRow } from "../../db/schema/index.ts";
 import type { Caller } from "../../identity/caller.ts";
-import { APPROVAL_STATUS_TOOL } from "./tool-view.ts";
+import { APPROVAL_STATUS_TOOL, mayBeDangerous, SOP_ARG } from "./tool-view.ts";
 
 /** How long an identical safe call's result is reused within a session. */
 export const DEDUPE_FRESH_MS = 5 * 60_000;
@@ -151,7 +151,11 @@ export function createMcpCaller(deps: McpCallDeps) {
     const dedupe = tool.skill.meta.class === "safe" && !tool.skill.meta.dynamicRisk ? `${name}\u0000${canonicalJson(params)}` : undefined;
     const earlier = dedupe ? seen.get(dedupe) : undefined;
     if (earlier && Date.now() - earlier.at < DEDUPE_FRESH_MS) return envelopeResult(earlier.out.result!, earlier.out.auditSeq, true);
-    const out = await callTool(deps.dispatcher, ctx.user, ctx.offered, { name, argumentsJson: JSON.stringify(params), sessionId: ctx.sessionId, signal: ctx.signal, waitForApproval: false });
+    // The SOP rides beside the params of a possibly dangerous skill; it is not one of its params.
+    let rest = params;
+    let sop: unknown;
+    if (mayBeDangerous(tool.skill)) ({ [SOP_ARG]: sop, ...rest } = params);
+    const out = await callTool(deps.dispatcher, ctx.user, ctx.offered, { name, argumentsJson: JSON.stringify(rest), sessionId: ctx.sessionId, signal: ctx.signal, waitForApproval: false, ...(typeof sop === "string" ? { sop } : {}) });
     if (out.approval && !out.result) {
       const t0 = Date.now();
       const end = await waitBounded(ctx, out.approval);

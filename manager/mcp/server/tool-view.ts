@@ -66,8 +66,17 @@ export function annotationsOf(skill: Skill): NonNullable<Tool["annotations"]> {
 }
 
 /** The input schema: the skill's JSON Schema, with a required edge_id first for host skills. */
+/** The argument that carries a signed SOP for a dangerous call (not a skill param: the MCP layer takes it off). */
+export const SOP_ARG = "sop";
+
+/** Whether a call of the skill may be dangerous (static class, or the most dangerous class of a dynamic-risk skill). */
+export const mayBeDangerous = (skill: Skill): boolean => skill.meta.class === "dangerous";
+
 export function inputSchemaOf(skill: Skill, edgeIds: readonly string[]): Tool["inputSchema"] {
-  const schema = skill.jsonSchema as Tool["inputSchema"];
+  const base = skill.jsonSchema as Tool["inputSchema"];
+  const schema: Tool["inputSchema"] = mayBeDangerous(skill)
+    ? { ...base, properties: { ...(base.properties ?? {}), [SOP_ARG]: { type: "string", description: "A signed SOP covering this call (`ongrid sop sign`), as its whole text; a dangerous call is refused without one. Never write one yourself: ask the operator for it." } } }
+    : base;
   if (skill.meta.scope !== "host") return { ...schema, type: "object" };
   const props = (schema.properties ?? {}) as Record<string, object>;
   const named = edgeIds.length <= MAX_EDGE_ENUM;
