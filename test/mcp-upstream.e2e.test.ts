@@ -1,13 +1,12 @@
 /**
  * M3 end to end: a real manager whose config file names real upstream MCP servers — the reference
  * server-everything over stdio (twice: untrusted, and trusted behind a start gate) and over
- * streamable HTTP, a small SDK server over HTTP written here that wants a credential in a header,
+ * streamable HTTP, a small SDK server over HTTP (test/support/mcp-http-server.ts) that wants a credential in a header,
  * and a hostile SDK server over stdio (test/support/mcp-fixture-server.mjs). Every call goes
  * through ExecuteSkill: the gate, approvals, validation, audit and redaction of any skill.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer, type Server as HttpServer } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,9 +17,6 @@ import { Code, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { ApprovalService, ApprovalState } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { SkillClass, SkillScope } from "../proto/gen/ongrid/v1/skill_pb.ts";
@@ -30,6 +26,7 @@ import { waitFor } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { refusal } from "./support/rejection.ts";
 import { freePort } from "./support/free-port.ts";
+import { startMcpHttpServer, type McpHttpServer } from "./support/mcp-http-server.ts";
 import { ROOT, runOngrid } from "./support/cli.ts";
 
 const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -42,39 +39,11 @@ let work: string;
 let block: string;
 let m: TestManager;
 let everythingHttp: ChildProcess;
-let webServer: HttpServer;
-/** What the HTTP server written here saw of each request's headers. */
-const seenHeaders: Array<{ authorization?: string; team?: string }> = [];
+/** The small SDK server over streamable HTTP that wants the credential (test/support/mcp-http-server.ts). */
+let web: McpHttpServer;
 const logLines: string[] = [];
 type Clients = { skills: Client<typeof SkillService>; approvals: Client<typeof ApprovalService> };
 const as: Record<string, Clients> = {};
-
-/** The HTTP MCP server of this test: stateless, one SDK Server per request; its tool says which headers it got. */
-function startWebServer(): Promise<number> {
-  webServer = createServer(async (req, res) => {
-    if (req.method !== "POST") {
-      res.writeHead(405).end();
-      return;
-    }
-    const server = new Server({ name: "web-fixture", version: "1.0.0" }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: [{ name: "whoami", description: "Says which Authorization and X-Team headers it received. Use to check credentials.", inputSchema: { type: "object", properties: {} } }],
-    }));
-    server.setRequestHandler(CallToolRequestSchema, async (_req, extra) => {
-      const h = extra.requestInfo?.headers ?? {};
-      const seen = { authorization: String(h.authorization ?? ""), team: String(h["x-team"] ?? "") };
-      seenHeaders.push(seen);
-      const [scheme, value] = seen.authorization.split(" ");
-      // Said so that ongrid's redaction rules (which mask "Authorization: …" lines) leave it be: only the scrub of the injected value can hide it.
-      return { content: [{ type: "text", text: `scheme ${scheme}, value ${value}; x-team: ${seen.team}` }] };
-    });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on("close", () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
-  });
-  return new Promise((resolve) => webServer.listen(0, "127.0.0.1", () => resolve((webServer.address() as { port: number }).port)));
-}
 
 /** server-everything in its streamable HTTP mode, on a free port. */
 async function startEverythingHttp(): Promise<number> {
@@ -96,7 +65,8 @@ const status = (name: string) => m.upstreams.status().find((s) => s.name === nam
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "ongrid-mcp-upstream-"));
   block = join(work, "block");
-  const [webPort, everythingPort] = await Promise.all([startWebServer(), startEverythingHttp()]);
+  const everythingPort = await startEverythingHttp();
+  web = await startMcpHttpServer();
   const q = JSON.stringify;
   writeFileSync(
     join(work, "ongrid.yaml"),
@@ -113,7 +83,7 @@ beforeAll(async () => {
       url: http://127.0.0.1:${everythingPort}/mcp
       trust_annotations: true
     - name: web
-      url: http://127.0.0.1:${webPort}/mcp
+      url: ${web.url}
       credential: web_token
       headers: { X-Team: sre }
       classes: { whoami: safe }
@@ -145,7 +115,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await m?.stop().catch(() => undefined);
   everythingHttp?.kill();
-  await new Promise((r) => webServer?.close(r));
+  await web?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -226,7 +196,7 @@ describe("upstream MCP servers as manager skills", () => {
     const res = await as.olga.skills.executeSkill({ key: "mcp_web_whoami", input: { case: "paramsJson", value: "{}" } });
     expect(res.result?.success).toBe(true);
     // What the server received is the real value; what comes back names the credential.
-    expect(seenHeaders.at(-1)).toEqual({ authorization: `Bearer ${HTTP_SECRET}`, team: "sre" });
+    expect(web.seen.at(-1)).toEqual({ authorization: `Bearer ${HTTP_SECRET}`, team: "sre" });
     expect(outputOf(res.result)).toBe("scheme Bearer, value [credential:web_token]; x-team: sre");
     const leak = await as.olga.skills.executeSkill({ key: "mcp_hostile_leak", input: { case: "paramsJson", value: "{}" } });
     expect(outputOf(leak.result)).toBe("my secret is [credential:env_token]");

@@ -7,18 +7,17 @@
  */
 import type { Logger } from "pino";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { InjectedSecret } from "../../../skill/credential.ts";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { SkillError } from "../../../skill/errors.ts";
 import type { SkillRegistry } from "../../../skill/registry.ts";
-import type { SkillClass, SkillContext } from "../../../skill/types.ts";
+import type { SkillClass } from "../../../skill/types.ts";
 import type { CredentialStore } from "../../calls/credentials/store.ts";
 import { MANAGER_VERSION } from "../../version.ts";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from "./backoff.ts";
 import { listTools } from "./list-tools.ts";
-import { cleanText, describeError, resolveValues } from "./secrets.ts";
+import { createCall, type LiveConnection } from "./call.ts";
+import { describeError, resolveValues } from "./secrets.ts";
 import type { UpstreamSpec } from "./spec.ts";
-import { toolOutput } from "./tool-result.ts";
 import { createToolSet } from "./tool-set.ts";
 import { openLink, type UpstreamLink } from "./transport.ts";
 
@@ -75,19 +74,6 @@ export interface ConnectionOptions {
   onChange?: () => void;
 }
 
-/** One live connection. */
-interface Live {
-  client: Client;
-  link: UpstreamLink;
-  /** Credential values: scrubbed from what the upstream returns. */
-  secrets: InjectedSecret[];
-  /** Every env or header value: scrubbed from log lines and error messages too. */
-  logSecrets: InjectedSecret[];
-  /** Resolves, once, with why the connection is lost. */
-  lost: Promise<string>;
-  lose(why: string): void;
-}
-
 /** Creates the supervisor; nothing runs until start(). */
 export function createConnection(o: ConnectionOptions): UpstreamConnection {
   const { spec } = o;
@@ -99,11 +85,12 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
   let failures = 0;
   let retryAt: number | undefined;
   let problems: string[] = [];
-  let live: Live | undefined;
+  let live: LiveConnection | undefined;
   let opening: UpstreamLink | undefined;
   let closed = false;
   let running: Promise<void> | undefined;
   let wake = () => {};
+  const call = createCall({ spec, live: () => (state === "up" ? live : undefined), unavailable: (detail) => unavailable(detail) });
   const tools = createToolSet({ spec, registry: o.registry, log, call });
 
   function unavailable(detail = reason): SkillError {
@@ -111,46 +98,8 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
     return new SkillError("unavailable", `the upstream MCP server "${spec.name}" is unavailable: ${detail}`, `${when}; retry then, or ask an operator to look at the manager's log for upstream "${spec.name}"`);
   }
 
-  async function call(tool: string, params: Record<string, unknown>, ctx: SkillContext): Promise<unknown> {
-    const l = live;
-    if (!l || state !== "up") throw unavailable();
-    const budget = ctx.deadline - Date.now();
-    const own = spec.timeoutMs !== undefined && spec.timeoutMs < budget;
-    // The call's own deadline is runSkill's to report; the SDK's timer stands in for the upstream's.
-    const timeout = Math.max(1, own ? spec.timeoutMs! : budget + 1000);
-    const cancel = new AbortController();
-    const onAbort = () => cancel.abort(typeof ctx.signal.reason === "symbol" ? "the ongrid call's deadline passed" : "the ongrid call was cancelled");
-    if (ctx.signal.aborted) onAbort();
-    ctx.signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      // The SDK sends notifications/cancelled when `cancel` aborts or its timeout passes.
-      const result = await l.client.callTool({ name: tool, arguments: params }, undefined, { signal: cancel.signal, timeout });
-      return toolOutput(spec.name, tool, result as CallToolResult, l.secrets);
-    } catch (err) {
-      if (err instanceof SkillError || cancel.signal.aborted) throw err;
-      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-        throw new SkillError("deadline_exceeded", `the upstream MCP server "${spec.name}" did not answer tools/call "${tool}" within ${timeout} ms (its timeout in mcp.upstreams); the request was cancelled`, "raise that timeout if the work really takes longer, or narrow the request");
-      }
-      if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) {
-        throw unavailable(`it went away during the call (${l.link.ended() ?? "the connection closed"})`);
-      }
-      if (err instanceof McpError) {
-        throw new SkillError("upstream_error", `the upstream MCP server "${spec.name}" refused tools/call "${tool}": ${cleanText(err.message, l.logSecrets)}`, "its message says what it wanted; check the params against GetSkill");
-      }
-      if (err !== null && typeof err === "object" && "issues" in err) {
-        throw new SkillError("upstream_error", `the upstream MCP server "${spec.name}" answered tools/call "${tool}" with something that is not a tool result`, "report it to whoever runs that server");
-      }
-      // Not an answer at all: the transport failed (connection refused, an HTTP error, a lost session).
-      const why = `a request failed: ${describeError(err, l.logSecrets)}`;
-      l.lose(why);
-      throw unavailable(why);
-    } finally {
-      ctx.signal.removeEventListener("abort", onAbort);
-    }
-  }
-
   /** Resolves the secrets, opens the transport, initializes and lists; throws with a cleaned reason. */
-  async function connect(): Promise<{ l: Live; listed: Awaited<ReturnType<typeof listTools>> }> {
+  async function connect(): Promise<{ l: LiveConnection; listed: Awaited<ReturnType<typeof listTools>> }> {
     const t = spec.transport;
     const resolved = t.kind === "stdio" ? await resolveValues("env", t.env, o.credentials) : await resolveValues("headers", t.headers, o.credentials);
     const link = openLink(t, resolved.values, resolved.all, log);
@@ -158,7 +107,7 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
     const client = new Client({ name: "ongrid", version: MANAGER_VERSION }, { capabilities: {} });
     let lose!: (why: string) => void;
     const lost = new Promise<string>((resolve) => (lose = resolve));
-    const l: Live = { client, link, secrets: resolved.secrets, logSecrets: resolved.all, lost, lose };
+    const l: LiveConnection = { client, link, secrets: resolved.secrets, logSecrets: resolved.all, lost, lose };
     client.onclose = () => lose(link.ended() ?? "the connection closed");
     client.onerror = (err) => {
       log.debug({ err: describeError(err, resolved.all) }, "upstream MCP transport reported an error");
@@ -188,7 +137,7 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
 
   let checking = false;
   /** Pings the live connection; one that does not answer is lost. */
-  async function check(l: Live): Promise<void> {
+  async function check(l: LiveConnection): Promise<void> {
     if (l !== live || checking) return;
     checking = true;
     try {
@@ -204,7 +153,7 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
   let relisting = false;
   let again = false;
   /** Answers list_changed: lists again (bursts coalesced) and brings the registry in line. */
-  function relist(l: Live): void {
+  function relist(l: LiveConnection): void {
     if (l !== live) return;
     if (relisting) {
       again = true;
