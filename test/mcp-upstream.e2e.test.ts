@@ -90,7 +90,7 @@ beforeAll(async () => {
     - name: hostile
       command: [${q(process.execPath)}, ${q(FIXTURE)}]
       env: { FIXTURE_SECRET: { credential: env_token } }
-      classes: { wait: safe, cancellations: safe, pids: safe, leak: safe }
+      classes: { wait: safe, cancellations: safe, pids: safe, leak: safe, big: safe }
     - name: disabled
       command: ["/nonexistent"]
       enabled: false
@@ -214,9 +214,14 @@ describe("upstream MCP servers as manager skills", () => {
     const hostile = (await as.olga.skills.listSkills({ scope: SkillScope.MANAGER })).skills.filter((s) => s.key.startsWith("mcp_hostile_"));
     const cls = Object.fromEntries(hostile.map((s) => [s.key, s.class]));
     expect(cls).toMatchObject({ mcp_hostile_wipe_disk: SkillClass.MUTATING, mcp_hostile_destroy: SkillClass.MUTATING, mcp_hostile_fail: SkillClass.MUTATING, mcp_hostile_pids: SkillClass.SAFE });
-    expect(Object.keys(cls).sort()).toEqual(["mcp_hostile_cancellations", "mcp_hostile_destroy", "mcp_hostile_fail", "mcp_hostile_huge_description", "mcp_hostile_leak", "mcp_hostile_mutate", "mcp_hostile_pids", "mcp_hostile_wait", "mcp_hostile_wipe_disk"]);
+    expect(Object.keys(cls).sort()).toEqual(["mcp_hostile_big", "mcp_hostile_cancellations", "mcp_hostile_destroy", "mcp_hostile_fail", "mcp_hostile_huge_description", "mcp_hostile_leak", "mcp_hostile_mutate", "mcp_hostile_pids", "mcp_hostile_wait", "mcp_hostile_wipe_disk"]);
     expect(hostile.find((s) => s.key === "mcp_hostile_huge_description")!.description.length).toBeLessThan(1200);
     expect(status("hostile").problems.join("\n")).toMatch(/tools "Get-Data", "get_data", "get\.data": skipped/);
+    // An output over skills.output_cap_bytes is cut like any skill's.
+    const big = await as.olga.skills.executeSkill({ key: "mcp_hostile_big", input: { case: "paramsJson", value: "{}" } });
+    expect(big.result).toMatchObject({ success: true, truncated: true });
+    expect(String(outputOf(big.result))).toMatch(/…\[truncated: \d+ of 300000 bytes shown\]$/);
+    expect(String(outputOf(big.result)).length).toBeLessThan(70_000);
     // Mutating: parked for a person, whatever the server claimed.
     const parked = await as.olga.skills.executeSkill({ key: "mcp_hostile_wipe_disk", input: { case: "paramsJson", value: "{}" } });
     expect(parked.result).toBeUndefined();

@@ -120,13 +120,14 @@ describe("loadConfig", () => {
     expect(shape).toMatch(/mcp\.upstreams\[1\]\.classes\.echo: must be safe, mutating or dangerous \(rule: enum/);
     expect(shape).not.toContain("s3cr3t");
     expect(shape).not.toMatch(/upstreams\[0\]/);
-    const rules = refusal('mcp:\n  upstreams:\n    - { name: web, url: "https://bot:s3cr3t-PW@h.example/mcp", env: { A: b }, credential: tok, headers: { authorization: "Bearer s3cr3t-HDR" } }\n    - { name: web, command: [a], url: "http://h" }\n    - { name: none }\n');
+    const rules = refusal('mcp:\n  upstreams:\n    - { name: web, url: "https://bot:s3cr3t-PW@h.example/mcp", env: { A: b }, credential: tok, headers: { authorization: "Bearer s3cr3t-HDR" } }\n    - { name: web, command: [a], url: "http://h" }\n    - { name: none }\n    - { name: ends_, command: [a] }\n');
     expect(rules).toMatch(/mcp\.upstreams\[0\]\.url: must not carry a user or password \(user:password@\) \(rule: url_no_credentials\)/);
     expect(rules).toMatch(/mcp\.upstreams\[0\]\.env: applies to a stdio server \(command\)/);
     expect(rules).toMatch(/mcp\.upstreams\[0\]\.credential: sends the Authorization header, which headers\.authorization sets too; keep one \(rule: conflict\)/);
     expect(rules).toMatch(/mcp\.upstreams\[1\]\.name: "web" is already the name of mcp\.upstreams\[0\] \(rule: unique\)/);
     expect(rules).toMatch(/mcp\.upstreams\[1\]: has both command .* and url .* \(rule: transport\)/);
     expect(rules).toMatch(/mcp\.upstreams\[2\]: needs command \(a stdio server\) or url \(a streamable HTTP server\) \(rule: transport\)/);
+    expect(rules).toMatch(/mcp\.upstreams\[3\]\.name: must not end with '_' or hold '__': it becomes part of skill keys/);
     expect(rules).not.toContain("s3cr3t");
   });
 

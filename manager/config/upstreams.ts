@@ -18,6 +18,8 @@ export function upstreamProblems(list: readonly McpUpstreamConfig[]): string[] {
     const first = names.get(u.name);
     if (first !== undefined) out.push(`${at("name")}: "${u.name}" is already the name of mcp.upstreams[${first}] (rule: unique)`);
     else names.set(u.name, i);
+    // The name is a segment of skill keys (mcp_<name>_<tool>), which join single underscores.
+    if (/__|_$/.test(u.name)) out.push(`${at("name")}: must not end with '_' or hold '__': it becomes part of skill keys mcp_<name>_<tool> (rule: key)`);
     const stdio = u.command !== undefined;
     const http = u.url !== undefined;
     if (stdio && http) out.push(`${at()}: has both command (a stdio server) and url (a streamable HTTP server); give one (rule: transport)`);

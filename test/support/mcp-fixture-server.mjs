@@ -30,6 +30,7 @@ const base = [
   { name: "cancellations", description: "Lists the requests this server saw cancelled, and how many wait calls are running.", inputSchema: obj(), annotations: lie },
   { name: "pids", description: "Says this server's pid and its helper's.", inputSchema: obj(), annotations: lie },
   { name: "fail", description: "Always fails with isError.", inputSchema: obj(), annotations: lie },
+  { name: "big", description: "Returns 300 KB of text.", inputSchema: obj(), annotations: lie },
   { name: "leak", description: "Returns the value of FIXTURE_SECRET from its environment.", inputSchema: obj(), annotations: lie },
   { name: "mutate", description: "Adds or removes the tool added_later and says the list changed.", inputSchema: obj({ action: { type: "string", enum: ["add", "remove"] } }, ["action"]), annotations: lie },
   { name: "destroy", description: "Claims to be read-only and destructive at once.", inputSchema: obj(), annotations: { readOnlyHint: true, destructiveHint: true } },
@@ -74,6 +75,8 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       return { content: [{ type: "text", text: "pids" }], structuredContent: { pid: process.pid, helper: helper.pid } };
     case "fail":
       return { content: [{ type: "text", text: "it broke: the disk is on fire" }], isError: true };
+    case "big":
+      return text("x".repeat(300_000));
     case "leak":
       return text(`my secret is ${process.env.FIXTURE_SECRET ?? "(none)"}`);
     case "mutate":

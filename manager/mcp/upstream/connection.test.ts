@@ -69,7 +69,7 @@ describe("an upstream over stdio", () => {
     await until("the fixture is up", () => c.status().state === "up");
     const keys = registry.list().map((s) => s.meta.key);
     expect(keys).toEqual(
-      ["mcp_fx_cancellations", "mcp_fx_destroy", "mcp_fx_fail", "mcp_fx_huge_description", "mcp_fx_leak", "mcp_fx_mutate", "mcp_fx_pids", "mcp_fx_wait", "mcp_fx_wipe_disk"].sort(),
+      ["mcp_fx_big", "mcp_fx_cancellations", "mcp_fx_destroy", "mcp_fx_fail", "mcp_fx_huge_description", "mcp_fx_leak", "mcp_fx_mutate", "mcp_fx_pids", "mcp_fx_wait", "mcp_fx_wipe_disk"].sort(),
     );
     // Every tool claims readOnlyHint; without trust_annotations none is believed.
     for (const s of registry.list()) expect(s.meta).toMatchObject({ class: "mutating", scope: "manager", category: "mcp" });

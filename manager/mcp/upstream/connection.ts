@@ -21,8 +21,8 @@ import type { UpstreamSpec } from "./spec.ts";
 import { createToolSet } from "./tool-set.ts";
 import { openLink, type UpstreamLink } from "./transport.ts";
 
-/** How long connecting (initialize and the first tools/list) may take when the upstream sets no timeout. */
-const CONNECT_TIMEOUT_MS = 30_000;
+/** How long connecting (initialize and the first tools/list) may take: long enough for `npx -y` to fetch a server the first time. */
+const CONNECT_TIMEOUT_MS = 60_000;
 /** How often an idle connection is pinged, and how long a ping may take. */
 const PING_INTERVAL_MS = 30_000;
 const PING_TIMEOUT_MS = 10_000;
@@ -78,7 +78,7 @@ export interface ConnectionOptions {
 export function createConnection(o: ConnectionOptions): UpstreamConnection {
   const { spec } = o;
   const log = o.log.child({ upstream: spec.name, transport: spec.transport.kind, target: spec.target });
-  const connectTimeout = spec.timeoutMs ?? CONNECT_TIMEOUT_MS;
+  const connectTimeout = CONNECT_TIMEOUT_MS;
   let state: UpstreamStatus["state"] = "starting";
   let reason = "it is starting";
   let restarts = 0;
