@@ -102,6 +102,7 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
   async function connect(): Promise<{ l: LiveConnection; listed: Awaited<ReturnType<typeof listTools>> }> {
     const t = spec.transport;
     const resolved = t.kind === "stdio" ? await resolveValues("env", t.env, o.credentials) : await resolveValues("headers", t.headers, o.credentials);
+    if (closed) throw new Error("the manager is shutting down");
     const link = openLink(t, resolved.values, resolved.all, log);
     opening = link;
     const client = new Client({ name: "ongrid", version: MANAGER_VERSION }, { capabilities: {} });
@@ -135,35 +136,38 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
     if (report.added.length || report.changed.length || report.removed.length) o.onChange?.();
   }
 
-  let checking = false;
+  /** Connections with a ping in flight. */
+  const checking = new WeakSet<LiveConnection>();
   /** Pings the live connection; one that does not answer is lost. */
   async function check(l: LiveConnection): Promise<void> {
-    if (l !== live || checking) return;
-    checking = true;
+    if (l !== live || checking.has(l)) return;
+    checking.add(l);
     try {
       await l.client.ping({ timeout: PING_TIMEOUT_MS });
       l.link.noteProcesses();
     } catch (err) {
       if (l === live) l.lose(`it did not answer a ping: ${describeError(err, l.logSecrets)}`);
     } finally {
-      checking = false;
+      checking.delete(l);
     }
   }
 
-  let relisting = false;
-  let again = false;
+  /** Per connection with a listing under way: whether another list_changed came meanwhile. */
+  const relisting = new WeakMap<LiveConnection, { again: boolean }>();
   /** Answers list_changed: lists again (bursts coalesced) and brings the registry in line. */
   function relist(l: LiveConnection): void {
     if (l !== live) return;
-    if (relisting) {
-      again = true;
+    const running = relisting.get(l);
+    if (running) {
+      running.again = true;
       return;
     }
-    relisting = true;
+    const r = { again: false };
+    relisting.set(l, r);
     void (async () => {
       do {
-        again = false;
-        await new Promise((r) => setTimeout(r, RELIST_PAUSE_MS));
+        r.again = false;
+        await new Promise((done) => setTimeout(done, RELIST_PAUSE_MS));
         if (l !== live) break;
         try {
           const listed = await listTools(l.client, connectTimeout);
@@ -172,8 +176,8 @@ export function createConnection(o: ConnectionOptions): UpstreamConnection {
           log.warn({ err: describeError(err, l.logSecrets) }, "upstream MCP server said its tools changed, but listing them failed");
           void check(l);
         }
-      } while (again && l === live);
-    })().finally(() => (relisting = false));
+      } while (r.again && l === live);
+    })().finally(() => relisting.delete(l));
   }
 
   async function pause(): Promise<void> {

@@ -48,7 +48,7 @@ export function createUpstreams(o: UpstreamsOptions): UpstreamSet {
       }
     }
   };
-  const connections: UpstreamConnection[] = upstreamSpecs(o.config.mcp.upstreams ?? []).map((spec) =>
+  const connections: UpstreamConnection[] = upstreamSpecs(o.config.mcp?.upstreams ?? []).map((spec) =>
     createConnection({ spec, registry: o.registry, credentials: o.credentials, log: o.log, backoff: o.backoff, pingIntervalMs: o.pingIntervalMs, onChange: changed }),
   );
   const close = async () => {
