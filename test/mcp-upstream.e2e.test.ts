@@ -34,6 +34,8 @@ const FIXTURE = join(ROOT, "test/support/mcp-fixture-server.mjs");
 /** The credential the HTTP upstream wants as its bearer token, and the one the hostile server gets in its env. */
 const HTTP_SECRET = `s3cr3t-http-${randomBytes(8).toString("hex")}`;
 const ENV_SECRET = `s3cr3t-env-${randomBytes(8).toString("hex")}`;
+/** A plain (not secret) env value of the hostile upstream: kept out of the logs all the same. */
+const ENV_PLAIN = `plain-env-${randomBytes(8).toString("hex")}`;
 
 let work: string;
 let block: string;
@@ -89,7 +91,7 @@ beforeAll(async () => {
       classes: { whoami: safe }
     - name: hostile
       command: [${q(process.execPath)}, ${q(FIXTURE)}]
-      env: { FIXTURE_SECRET: { credential: env_token } }
+      env: { FIXTURE_SECRET: { credential: env_token }, FIXTURE_PLAIN: ${q(ENV_PLAIN)} }
       classes: { wait: safe, cancellations: safe, pids: safe, leak: safe, big: safe }
     - name: disabled
       command: ["/nonexistent"]
@@ -204,7 +206,10 @@ describe("upstream MCP servers as manager skills", () => {
     const audit = JSON.stringify(await m.audit.list({ limit: 1000 }));
     expect(audit).toContain("mcp_web_whoami");
     expect(logLines.some((l) => l.includes('"upstream":"web"'))).toBe(true);
-    for (const secret of [HTTP_SECRET, ENV_SECRET]) {
+    // The hostile server printed its env on stderr; the manager logged that line without the values
+    // (FIXTURE_SECRET=… is masked by the redaction rules as well; FIXTURE_PLAIN only by the scrub).
+    expect(logLines.some((l) => l.includes('"upstream":"hostile"') && l.includes("FIXTURE_PLAIN=[credential:env.fixture_plain]"))).toBe(true);
+    for (const secret of [HTTP_SECRET, ENV_SECRET, ENV_PLAIN]) {
       expect(audit).not.toContain(secret);
       expect(logLines.filter((l) => l.includes(secret))).toEqual([]);
     }

@@ -88,4 +88,5 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
   }
 });
 await server.connect(new StdioServerTransport());
-process.stderr.write(`fixture: up as pid ${process.pid}\n`);
+// Careless servers print their environment: what ongrid logs of this line must not hold the values.
+process.stderr.write(`fixture: up as pid ${process.pid} with FIXTURE_SECRET=${process.env.FIXTURE_SECRET ?? ""} FIXTURE_PLAIN=${process.env.FIXTURE_PLAIN ?? ""}\n`);

@@ -14,7 +14,7 @@ export interface ResolvedValues {
   values: Record<string, string>;
   /** The credentials' values, by credential name: scrubbed from everything the upstream returns. */
   secrets: InjectedSecret[];
-  /** Every value as the config or the store gave it, by field (e.g. "env.API_URL"): scrubbed from log lines too. */
+  /** Every value as the config or the store gave it, by credential or field (e.g. "env.api_url"): scrubbed from log lines too. */
   all: InjectedSecret[];
 }
 
@@ -30,7 +30,8 @@ export async function resolveValues(
   for (const [name, v] of Object.entries(entries)) {
     if (typeof v === "string") {
       values[name] = v;
-      all.push({ name: `${what}.${name}`, value: v });
+      // Lower case: ongrid's redaction knows [credential:<lower-case name>] markers and leaves them readable.
+      all.push({ name: `${what}.${name}`.toLowerCase(), value: v });
       continue;
     }
     if (!store) {
