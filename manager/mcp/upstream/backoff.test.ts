@@ -14,6 +14,9 @@ describe("backoffDelay", () => {
   it("spreads retries of the same step (jitter)", () => {
     const seen = new Set(Array.from({ length: 50 }, () => backoffDelay(3)));
     expect(seen.size).toBeGreaterThan(10);
-    for (const d of seen) expect(d).toBeGreaterThanOrEqual(2000), expect(d).toBeLessThanOrEqual(4000);
+    for (const d of seen) {
+      expect(d).toBeGreaterThanOrEqual(2000);
+      expect(d).toBeLessThanOrEqual(4000);
+    }
   });
 });
