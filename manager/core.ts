@@ -31,6 +31,7 @@ import { createDirectoryRecall } from "./agent/router/recall.ts";
 import { createRouteStore } from "./agent/router/route-store.ts";
 import { createAgent } from "./agent/session/diagnose.ts";
 import { createSessionStore } from "./agent/session/store.ts";
+import { createUpstreams } from "./mcp/upstream/upstreams.ts";
 
 import { MANAGER_VERSION } from "./version.ts";
 
@@ -130,5 +131,8 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   // Their background work (e.g. the knowledge index) starts once startManager serves; the CLI never starts it.
   const serving: Array<() => () => Promise<void>> = [];
   for (const tool of createBaseTools({ hub, edges, dispatcher, database, audit, approvals, config, log, agent: () => agent, onServe: (start) => serving.push(start) })) registry.register(tool);
-  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics };
+  // Upstream MCP servers (mcp.upstreams): their tools become manager skills once the manager serves.
+  const upstreams = createUpstreams({ config, registry, credentials, log });
+  serving.push(upstreams.start);
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics, upstreams };
 }

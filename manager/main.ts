@@ -33,6 +33,7 @@ import { type PlaybookRegistry } from "./playbooks/registry.ts";
 import { type Router } from "./agent/router/router.ts";
 import { type Agent } from "./agent/session/diagnose.ts";
 import { createLogger, openCore } from "./core.ts";
+import type { UpstreamSet } from "./mcp/upstream/upstreams.ts";
 
 /** A running manager. */
 export interface Manager {
@@ -53,6 +54,8 @@ export interface Manager {
   playbooks: PlaybookRegistry;
   router: Router;
   agent: Agent;
+  /** The upstream MCP servers of mcp.upstreams, whose tools are manager skills. */
+  upstreams: UpstreamSet;
   /** Set on the first start of an empty database: the "admin" user's token, to print once. */
   bootstrapToken?: string;
   log: Logger;

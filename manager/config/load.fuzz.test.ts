@@ -38,7 +38,8 @@ function leaves(schema: any, path: string[] = []): Leaf[] {
   if (schema.type === "object") return Object.entries(schema.properties).flatMap(([k, s]) => leaves(s, [...path, k]));
   return [{ key: path.join("."), path, type: schema.type, env: schema.env, ...(schema.enum ? { enum: schema.enum } : {}) }];
 }
-const LEAVES = leaves(CONFIG_SCHEMA);
+/** Scalar keys, each with its environment variable (mcp.upstreams, a list set by the file only, has its own property below). */
+const LEAVES = leaves(CONFIG_SCHEMA).filter((l) => l.env);
 const SECTIONS = Object.entries(CONFIG_SCHEMA.properties)
   .filter(([, s]) => s.type === "object")
   .map(([k]) => k);
@@ -237,6 +238,51 @@ describe("loadConfig fuzz", () => {
         ),
       ),
       { ...opts, numRuns: Math.max(10, Math.ceil(numRuns / 3)) },
+    );
+  });
+
+  it("random mcp.upstreams entries: the entries as written (with their defaults), or an OngridError naming mcp.upstreams[i] and never quoting an env or header value", () => {
+    const value = fc.oneof(secret, fc.record({ credential: fc.oneof(word, fc.constant("Not A Name")), prefix: fc.option(fc.constant("Bearer "), { nil: undefined }) }, { requiredKeys: ["credential"] }), fc.integer(), fc.constant(null));
+    const entry = fc.record(
+      {
+        name: fc.oneof(word, fc.constantFrom("Web", "1x", "a".repeat(40), "")),
+        command: fc.oneof(fc.array(fc.oneof(word, fc.constant("")), { maxLength: 3 }), fc.constant("node x.js")),
+        env: fc.dictionary(fc.oneof(fc.constantFrom("API_TOKEN", "HOME", "1BAD", "A-B"), word), value, { maxKeys: 2 }),
+        cwd: fc.constantFrom("/tmp", ""),
+        url: fc.constantFrom("http://127.0.0.1:9/mcp", "https://h.example/mcp", "ftp://h/x", "http://u:pw@h/x", "http://[::1"),
+        headers: fc.dictionary(fc.constantFrom("X-Api-Key", "x-api-key", "Authorization", "Accept", "Bad Header"), value, { maxKeys: 2 }),
+        credential: fc.oneof(word, fc.constant("Bad Name")),
+        trust_annotations: fc.oneof(fc.boolean(), fc.constant("yes")),
+        classes: fc.dictionary(fc.oneof(word, fc.constant("Echo-It")), fc.constantFrom("safe", "mutating", "dangerous", "risky"), { maxKeys: 2 }),
+        timeout: fc.constantFrom("5s", "0s", "soon", "99999h", "9999999999999h"),
+        enabled: fc.boolean(),
+        typo: fc.constant(1),
+      },
+      { requiredKeys: [] },
+    );
+    const goodValue = fc.oneof(secret, fc.record({ credential: word, prefix: fc.option(fc.constant("Bearer "), { nil: undefined }) }, { requiredKeys: ["credential"] }));
+    const common = { trust_annotations: fc.boolean(), classes: fc.dictionary(fc.oneof(word, fc.constant("Echo-It")), fc.constantFrom("safe", "mutating", "dangerous"), { maxKeys: 2 }), timeout: fc.constantFrom("5s", "1m"), enabled: fc.boolean() };
+    const good = fc.oneof(
+      fc.record({ name: word, command: fc.array(word, { minLength: 1, maxLength: 3 }), env: fc.dictionary(fc.constantFrom("API_TOKEN", "HOME", "_X"), goodValue, { maxKeys: 2 }), cwd: fc.constant("/tmp"), ...common }, { requiredKeys: ["name", "command"] }),
+      fc.record({ name: word, url: fc.constantFrom("http://127.0.0.1:9/mcp", "https://h.example/mcp"), headers: fc.dictionary(fc.constantFrom("X-Api-Key", "X-Team"), goodValue, { maxKeys: 2 }), credential: word, ...common }, { requiredKeys: ["name", "url"] }),
+    );
+    const lists = fc.oneof(fc.uniqueArray(good, { maxLength: 3, selector: (e) => e.name }), fc.array(fc.oneof(good, entry), { maxLength: 4 }));
+    fc.assert(
+      fc.property(lists, (entries: Array<Record<string, unknown>>) => {
+        const { config, message } = load({ env: {}, file: writeConfig(stringify({ mcp: { upstreams: entries } })) });
+        const secrets = JSON.stringify(entries).match(/s3cr3t-TOKEN-[A-Za-z0-9]+/g) ?? [];
+        if (message !== undefined) {
+          for (const line of message.split("\n").slice(1)) expect(line, message).toMatch(/^ {2}mcp\.upstreams(\[\d+\](\.[^:]+)?)?: .+\(rule: [a-zA-Z_]+/);
+          for (const s of secrets) expect(message).not.toContain(s);
+          return;
+        }
+        expect(config!.mcp.upstreams).toEqual(entries.map((e) => ({ trust_annotations: false, enabled: true, ...e })));
+        for (const [i, e] of entries.entries()) {
+          expect(e.command === undefined, `entry ${i} has exactly one of command and url`).toBe(e.url !== undefined);
+          expect(entries.findIndex((o) => o.name === e.name)).toBe(i);
+        }
+      }),
+      opts,
     );
   });
 

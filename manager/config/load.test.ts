@@ -93,6 +93,44 @@ describe("loadConfig", () => {
     expect(message).toMatch(/server\.prot: is not a known key \(rule: additionalProperties; set by file .*c\.yaml\)/);
   });
 
+  it("reads mcp.upstreams from the file, with defaults, and names each bad entry's field and rule without quoting a value", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ongrid-cfg-"));
+    const good = join(dir, "good.yaml");
+    writeFileSync(good, 'mcp:\n  upstreams:\n    - name: everything\n      command: ["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"]\n      env: { API_TOKEN: { credential: ev_token } }\n    - { name: tickets, url: "https://mcp.example/mcp", headers: { X-Team: sre, X-Key: { credential: t_key, prefix: "Key " } }, trust_annotations: true, classes: { close-ticket: dangerous }, timeout: 20s }\n');
+    expect(loadConfig({ file: good, env: {} }).mcp.upstreams).toEqual([
+      { name: "everything", command: ["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"], env: { API_TOKEN: { credential: "ev_token" } }, trust_annotations: false, enabled: true },
+      { name: "tickets", url: "https://mcp.example/mcp", headers: { "X-Team": "sre", "X-Key": { credential: "t_key", prefix: "Key " } }, trust_annotations: true, classes: { "close-ticket": "dangerous" }, timeout: "20s", enabled: true },
+    ]);
+    expect(loadConfig({ env: {} }).mcp.upstreams).toEqual([]);
+    const refusal = (yaml: string): string => {
+      const file = join(dir, "bad.yaml");
+      writeFileSync(file, yaml);
+      try {
+        loadConfig({ file, env: {} });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "";
+    };
+    const shape = refusal('mcp:\n  upstreams:\n    - { name: ok, command: [a] }\n    - { name: Bad-Name, command: [], comand: x, headers: { X-Key: { credential: k, extra: "s3cr3t-HDR" } }, classes: { echo: risky } }\n');
+    expect(shape).toMatch(/mcp\.upstreams\[1\]\.command: must be a non-empty array of strings \(rule: minItems; set by file .*bad\.yaml\)/);
+    expect(shape).toMatch(/mcp\.upstreams\[1\]\.name: must be lower_snake/);
+    expect(shape).toMatch(/mcp\.upstreams\[1\]\.comand: is not a known key \(rule: additionalProperties/);
+    expect(shape).toMatch(/mcp\.upstreams\[1\]\.headers\.X-Key: must be a string or \{credential: "<credential name>", prefix\?: "<text>"\}/);
+    expect(shape).toMatch(/mcp\.upstreams\[1\]\.classes\.echo: must be safe, mutating or dangerous \(rule: enum/);
+    expect(shape).not.toContain("s3cr3t");
+    expect(shape).not.toMatch(/upstreams\[0\]/);
+    const rules = refusal('mcp:\n  upstreams:\n    - { name: web, url: "https://bot:s3cr3t-PW@h.example/mcp", env: { A: b }, credential: tok, headers: { authorization: "Bearer s3cr3t-HDR" } }\n    - { name: web, command: [a], url: "http://h" }\n    - { name: none }\n    - { name: ends_, command: [a] }\n');
+    expect(rules).toMatch(/mcp\.upstreams\[0\]\.url: must not carry a user or password \(user:password@\) \(rule: url_no_credentials\)/);
+    expect(rules).toMatch(/mcp\.upstreams\[0\]\.env: applies to a stdio server \(command\)/);
+    expect(rules).toMatch(/mcp\.upstreams\[0\]\.credential: sends the Authorization header, which headers\.authorization sets too; keep one \(rule: conflict\)/);
+    expect(rules).toMatch(/mcp\.upstreams\[1\]\.name: "web" is already the name of mcp\.upstreams\[0\] \(rule: unique\)/);
+    expect(rules).toMatch(/mcp\.upstreams\[1\]: has both command .* and url .* \(rule: transport\)/);
+    expect(rules).toMatch(/mcp\.upstreams\[2\]: needs command \(a stdio server\) or url \(a streamable HTTP server\) \(rule: transport\)/);
+    expect(rules).toMatch(/mcp\.upstreams\[3\]\.name: must not end with '_' or hold '__': it becomes part of skill keys/);
+    expect(rules).not.toContain("s3cr3t");
+  });
+
   it("refuses a file that is not a mapping or not YAML", () => {
     const dir = mkdtempSync(join(tmpdir(), "ongrid-cfg-"));
     writeFileSync(join(dir, "a.yaml"), "- 1\n- 2\n");

@@ -6,6 +6,7 @@ import { OngridError } from "../../skill/errors.ts";
 import { parseBoolean } from "../../skill/boolean.ts";
 import { parseDuration, DURATION_PATTERN } from "../../skill/duration.ts";
 import { CONFIG_SCHEMA, type ManagerConfig } from "./schema.ts";
+import { upstreamProblems } from "./upstreams.ts";
 import { urlProblem } from "./url.ts";
 import { configValidator } from "./validator.ts";
 
@@ -85,23 +86,93 @@ function readFile(file: string): Record<string, unknown> {
   return doc as Record<string, unknown>;
 }
 
-function describe(err: ErrorObject, sources: Map<string, string>): string {
-  const path = err.instancePath
-    .split("/")
-    .slice(1)
-    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
-  let what = err.message ?? "is invalid";
-  if (err.keyword === "additionalProperties") {
-    path.push((err.params as { additionalProperty: string }).additionalProperty);
-    what = "is not a known key";
-  } else if (err.keyword === "enum") {
-    what = `must be one of ${(err.params as { allowedValues: string[] }).allowedValues.join(", ")}`;
+/** An instance path's segment as JSON Pointer spells it, decoded. */
+const unescapePointer = (p: string): string => p.replace(/~1/g, "/").replace(/~0/g, "~");
+
+/**
+ * Where an Ajv error points and what to say of it: the deepest subschema on its schema path that
+ * carries a `message` gives both (its place in the value and its words); without one, the error's
+ * own place and Ajv's words.
+ */
+function locate(err: ErrorObject): { path: string[]; message?: string } {
+  const path = err.instancePath.split("/").slice(1).map(unescapePointer);
+  // The last step is the keyword that failed; the steps before it lead to the subschema that holds it.
+  const steps = err.schemaPath.replace(/^#\/?/, "").split("/").map(unescapePointer).slice(0, -1);
+  let node: any = CONFIG_SCHEMA;
+  let depth = 0;
+  let found: { depth: number; message: string } | undefined;
+  for (let i = 0; i < steps.length && node && typeof node === "object"; i++) {
+    const step = steps[i];
+    if (step === "properties") {
+      node = node.properties?.[steps[++i]];
+      depth++;
+    } else if (step === "items" || step === "additionalProperties") {
+      node = node[step];
+      depth++;
+    } else if (step === "anyOf" || step === "oneOf" || step === "allOf") {
+      node = node[step]?.[Number(steps[++i])];
+    } else if (step === "propertyNames") {
+      node = node.propertyNames;
+    } else {
+      break;
+    }
+    if (node && typeof node.message === "string") found = { depth, message: node.message };
+  }
+  return found ? { path: path.slice(0, found.depth), message: found.message } : { path };
+}
+
+/** A key path as people write it: dotted, with [i] for an array's items, odd names quoted. */
+function showPath(path: readonly string[]): string {
+  let node: any = CONFIG_SCHEMA;
+  let out = "";
+  for (const p of path) {
+    if (node?.type === "array") {
+      out += `[${p}]`;
+      node = node.items;
+      continue;
+    }
+    // A key that is empty or starts or ends with a space is quoted, so the message still shows which one.
+    out += `${out ? "." : ""}${p === "" || p.trim() !== p ? JSON.stringify(p) : p}`;
+    node = node?.properties?.[p] ?? (typeof node?.additionalProperties === "object" ? node.additionalProperties : undefined);
+  }
+  return out;
+}
+
+/** Where the value at `path` came from: its own source, an enclosing key's (a list set by the file), or a key inside it. */
+function sourceOf(path: readonly string[], sources: Map<string, string>): string | undefined {
+  for (let n = path.length; n > 0; n--) {
+    const s = sources.get(path.slice(0, n).join("."));
+    if (s) return s;
   }
   const key = path.join(".");
-  const source = sources.get(key) ?? [...sources.entries()].find(([k]) => k.startsWith(key + "."))?.[1];
-  // A key that is empty or starts or ends with a space is quoted, so the message still shows which one.
-  const shown = path.map((p) => (p === "" || p.trim() !== p ? JSON.stringify(p) : p)).join(".");
-  return `${shown || "(root)"}: ${what} (rule: ${err.keyword}${source ? `; set by ${source}` : ""})`;
+  return [...sources.entries()].find(([k]) => k.startsWith(key + "."))?.[1];
+}
+
+function describe(err: ErrorObject, sources: Map<string, string>): { at: string; line: string } {
+  const { path, message } = locate(err);
+  let what = message ?? err.message ?? "is invalid";
+  if (!message && err.keyword === "additionalProperties") {
+    path.push((err.params as { additionalProperty: string }).additionalProperty);
+    what = "is not a known key";
+  } else if (!message && err.keyword === "enum") {
+    what = `must be one of ${(err.params as { allowedValues: string[] }).allowedValues.join(", ")}`;
+  }
+  const source = sourceOf(path, sources);
+  const at = showPath(path) || "(root)";
+  return { at: message ? at : "", line: `${at}: ${what} (rule: ${err.keyword}${source ? `; set by ${source}` : ""})` };
+}
+
+/** One line per problem; the errors of one value that has a schema message (the branches of an anyOf) make one line. */
+function describeAll(errors: readonly ErrorObject[], sources: Map<string, string>): string[] {
+  const lines: string[] = [];
+  const said = new Set<string>();
+  for (const err of errors) {
+    const { at, line } = describe(err, sources);
+    if (at && said.has(at)) continue;
+    if (at) said.add(at);
+    lines.push(line);
+  }
+  return lines;
 }
 
 /** Builds and validates the configuration; throws OngridError("invalid_argument") naming every bad key. */
@@ -137,11 +208,16 @@ export function loadConfig(opts: LoadConfigOptions = {}): ManagerConfig {
   if (doc.skills && typeof doc.skills === "object" && doc.skills.web_search === undefined) doc.skills.web_search = {};
   const validate = configValidator();
   if (!validate(doc) || problems.length) {
-    const lines = [...problems, ...(validate.errors ?? []).map((e) => describe(e, sources))];
+    const lines = [...problems, ...describeAll(validate.errors ?? [], sources)];
     throw new OngridError("invalid_argument", `invalid config:\n  ${[...new Set(lines)].join("\n  ")}`, "see docs/config.md for every key");
   }
   const cfg = doc as unknown as ManagerConfig;
   checkRelations(cfg, sources);
+  const upstreams = upstreamProblems(cfg.mcp.upstreams);
+  if (upstreams.length) {
+    const src = sources.get("mcp.upstreams");
+    throw new OngridError("invalid_argument", `invalid config:\n  ${upstreams.map((l) => (src ? `${l} (set by ${src})` : l)).join("\n  ")}`, "see docs/mcp-upstreams.md for mcp.upstreams");
+  }
   return cfg;
 }
 

@@ -1,4 +1,5 @@
 /** The manager's configuration: one JSON Schema that is both the validator and the documentation (docs/config.md). */
+import { CREDENTIAL_NAME_PATTERN } from "../../skill/credential.ts";
 
 /** Every config key, its type, default and the environment variable that overrides it. */
 export const CONFIG_SCHEMA = {
@@ -177,6 +178,30 @@ export const CONFIG_SCHEMA = {
         approval_wait: { type: "string", default: "0s", description: "How long an MCP tool call that parked for approval waits (sending progress notifications) before answering \"pending approval\" to a client that did not ask for a task (0s: answer at once; at most 10m).", env: "ONGRID_MCP_APPROVAL_WAIT", format: "duration" },
         max_sessions_per_user: { type: "integer", minimum: 1, maximum: 10000, default: 16, description: "Open MCP sessions one user may hold on this manager; one more is refused (429) until one closes or idles out.", env: "ONGRID_MCP_MAX_SESSIONS_PER_USER" },
         session_idle_timeout: { type: "string", default: "30m", description: "An MCP session with no request for this long is closed (its id then answers 404, and the client starts a new one).", env: "ONGRID_MCP_SESSION_IDLE_TIMEOUT", format: "duration" },
+        upstreams: {
+          type: "array",
+          default: [],
+          maxItems: 64,
+          description: "Upstream MCP servers (stdio or streamable HTTP) whose tools become manager skills mcp_<name>_<tool>, gated, audited and redacted like any other skill. Config file only (no environment variable); an entry's fields are under \"Upstream MCP servers\" below and in docs/mcp-upstreams.md.",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["name"],
+            properties: {
+              name: { type: "string", pattern: "^[a-z][a-z0-9_]{0,31}$", message: "must be lower_snake: a lower-case letter, then lower-case letters, digits or '_', at most 32 characters" },
+              command: { type: "array", minItems: 1, maxItems: 256, items: { type: "string", minLength: 1 }, message: "must be a non-empty array of strings" },
+              env: { type: "object", propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$", message: "names must be environment variable names ([A-Za-z_][A-Za-z0-9_]*)" }, additionalProperties: { anyOf: [{ type: "string" }, { type: "object", additionalProperties: false, required: ["credential"], properties: { credential: { type: "string", pattern: CREDENTIAL_NAME_PATTERN }, prefix: { type: "string" } } }], message: 'must be a string or {credential: "<credential name>", prefix?: "<text>"}' }, message: "must be a mapping of variable names to values" },
+              cwd: { type: "string", minLength: 1, message: "must be a non-empty string (a directory)" },
+              url: { type: "string", pattern: "^https?://", message: "must be an http:// or https:// URL" },
+              headers: { type: "object", propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", message: "names must be HTTP header names" }, additionalProperties: { anyOf: [{ type: "string" }, { type: "object", additionalProperties: false, required: ["credential"], properties: { credential: { type: "string", pattern: CREDENTIAL_NAME_PATTERN }, prefix: { type: "string" } } }], message: 'must be a string or {credential: "<credential name>", prefix?: "<text>"}' }, message: "must be a mapping of header names to values" },
+              credential: { type: "string", pattern: CREDENTIAL_NAME_PATTERN, message: "must be the name of a stored credential (sent as Authorization: Bearer <value>)" },
+              trust_annotations: { type: "boolean", default: false },
+              classes: { type: "object", additionalProperties: { type: "string", enum: ["safe", "mutating", "dangerous"], message: "must be safe, mutating or dangerous" } },
+              timeout: { type: "string", format: "duration" },
+              enabled: { type: "boolean", default: true },
+            },
+          },
+        },
       },
     },
     incidents: {
@@ -217,5 +242,27 @@ export interface ManagerConfig {
   knowledge: { dirs: string; watch: boolean };
   observability: { prometheus_url: string; loki_url: string; tempo_url: string; timeout: string };
   incidents: { auto_diagnose: boolean; max_auto_diagnoses: number };
-  mcp: { enabled: boolean; path: string; approval_wait: string; max_sessions_per_user: number; session_idle_timeout: string };
+  mcp: { enabled: boolean; path: string; approval_wait: string; max_sessions_per_user: number; session_idle_timeout: string; upstreams: McpUpstreamConfig[] };
+}
+
+/** A value in an upstream's env or headers: the text itself, or a stored credential's value (after an optional prefix such as "Bearer "). */
+export type McpSecretValue = string | { credential: string; prefix?: string };
+
+/** One entry of mcp.upstreams (docs/mcp-upstreams.md): a stdio server (command) or a streamable HTTP one (url). */
+export interface McpUpstreamConfig {
+  name: string;
+  /** stdio: the argv of the server process. */
+  command?: string[];
+  env?: Record<string, McpSecretValue>;
+  cwd?: string;
+  /** streamable HTTP: the endpoint. */
+  url?: string;
+  headers?: Record<string, McpSecretValue>;
+  /** A stored credential sent as `Authorization: Bearer <value>`. */
+  credential?: string;
+  trust_annotations: boolean;
+  /** Per upstream tool name: the class that overrides the default. */
+  classes?: Record<string, "safe" | "mutating" | "dangerous">;
+  timeout?: string;
+  enabled: boolean;
 }

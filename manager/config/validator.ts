@@ -11,6 +11,8 @@ import { CONFIG_SCHEMA } from "./schema.ts";
 export function createConfigAjv(extra: Options = {}): Ajv {
   const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, ...extra });
   ajv.addKeyword({ keyword: "env", schemaType: "string" });
+  // What a refusal says of a value its subschema does not hold (load.ts reads it; it never quotes the value).
+  ajv.addKeyword({ keyword: "message", schemaType: "string" });
   ajv.addFormat("duration", DURATION_PATTERN);
   return ajv;
 }
