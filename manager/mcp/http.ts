@@ -73,8 +73,8 @@ function rpcError(res: Res, status: number, message: string): void {
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: status === 404 ? -32001 : -32000, message }, id: null }));
 }
 
-/** A stable, cheap picture of what tool views depend on: connected edges (skills, labels) and registered skills. */
-function fleetSignature(hub: Hub, registry: SkillRegistry, ids: WeakMap<object, number>, next: { n: number }): string {
+/** A stable, cheap picture of what the views depend on: connected edges (skills, labels), registered skills and the playbook set. */
+function viewSignature(hub: Hub, registry: SkillRegistry, playbooks: McpHttpDeps["playbooks"], ids: WeakMap<object, number>, next: { n: number }): string {
   const id = (o: object) => {
     let v = ids.get(o);
     if (v === undefined) ids.set(o, (v = ++next.n));
@@ -84,6 +84,7 @@ function fleetSignature(hub: Hub, registry: SkillRegistry, ids: WeakMap<object, 
   for (const s of hub.sessions()) parts.push(`${s.edgeId}:${id(s.skills)}:${JSON.stringify(s.hello.labels)}`);
   parts.sort();
   for (const sk of registry.list()) parts.push(`#${id(sk)}`);
+  parts.push(`pb:${id(playbooks.current())}`);
   return parts.join("|");
 }
 
@@ -98,11 +99,10 @@ export function createMcpRoute(deps: McpHttpDeps): { route: HttpRoute; close(): 
 
   const watcher = setInterval(() => {
     if (!entries.size) return;
-    const now = fleetSignature(deps.hub, deps.registry, ids, counter) + `|pb:${deps.playbooks.current() === lastPlaybooks ? "" : "changed"}`;
+    const now = viewSignature(deps.hub, deps.registry, deps.playbooks, ids, counter);
     const full = Date.now() - lastFull >= RECHECK_ALL_MS;
     if (now === seen && !full) return;
     seen = now;
-    lastPlaybooks = deps.playbooks.current();
     if (full) lastFull = Date.now();
     for (const e of entries.values()) e.session.recheck().catch((err: unknown) => deps.log.warn({ err: String(err) }, "MCP list_changed check failed"));
     // Idle sessions end here too.
@@ -110,7 +110,6 @@ export function createMcpRoute(deps: McpHttpDeps): { route: HttpRoute; close(): 
     for (const [sid, e] of entries) if (e.lastUsed < cut) void closeEntry(sid, e, "idle");
   }, WATCH_MS);
   watcher.unref();
-  let lastPlaybooks = deps.playbooks.current();
 
   async function closeEntry(sid: string, e: Entry, why: string): Promise<void> {
     if (entries.get(sid) !== e) return;

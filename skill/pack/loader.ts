@@ -12,6 +12,7 @@ import type { SkillScope } from "../types.ts";
 import { formatProblem, MANIFEST_FILE, readManifest, toMetadata, type ManifestProblem, type PackSkillSpec } from "./manifest.ts";
 import { runPack } from "./run.ts";
 import { watchDirs } from "../watch-dirs.ts";
+import { syncRegistered } from "../registry-sync.ts";
 
 /** What one rescan changed, and what it refused. */
 export interface RescanReport {
@@ -101,30 +102,20 @@ export function createPackSet(o: PackSetOptions): PackSet {
         next.set(spec.key, spec);
       }
     }
-    const report: RescanReport = { added: [], changed: [], removed: [], loaded: [], problems };
-    const changed = new Set<string>();
-    for (const [key, old] of current) {
-      const now = next.get(key);
-      if (now && now.fingerprint === old.fingerprint) continue;
-      o.registry.unregister(key);
-      current.delete(key);
-      if (now) changed.add(key);
-      else report.removed.push(key);
-    }
-    for (const [key, spec] of next) {
-      if (current.has(key)) continue;
-      try {
-        const risk = riskFromClassifier(spec.riskClassifier ?? "", spec.key);
-        o.registry.register({ ...toMetadata(spec), ...(risk ? { riskForArgs: risk } : {}), execute: (ctx, params) => runPack(spec, ctx, params) });
-      } catch (err) {
-        problems.push({ file: spec.file, field: "", rule: "register", message: (err as Error).message });
-        if (changed.has(key)) report.removed.push(key);
-        continue;
-      }
-      current.set(key, spec);
-      (changed.has(key) ? report.changed : report.added).push(key);
-    }
-    report.loaded = [...current.keys()].sort();
+    const report: RescanReport = {
+      ...syncRegistered({
+        registry: o.registry,
+        current,
+        next,
+        register: (key, spec) => {
+          const risk = riskFromClassifier(spec.riskClassifier ?? "", spec.key);
+          o.registry.register({ ...toMetadata(spec), ...(risk ? { riskForArgs: risk } : {}), execute: (ctx, params) => runPack(spec, ctx, params) });
+          return spec;
+        },
+        refused: (_key, spec, err) => problems.push({ file: spec.file, field: "", rule: "register", message: err.message }),
+      }),
+      problems,
+    };
     for (const p of problems) o.log.warn({ file: p.file, field: p.field, rule: p.rule }, `skill pack refused: ${formatProblem(p)}`);
     if (report.added.length || report.changed.length || report.removed.length) {
       o.log.info({ added: report.added, changed: report.changed, removed: report.removed, loaded: report.loaded.length }, "skill packs rescanned");

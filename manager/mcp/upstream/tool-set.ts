@@ -6,10 +6,11 @@
  */
 import type { Logger } from "pino";
 import type { SkillRegistry } from "../../../skill/registry.ts";
+import { syncRegistered } from "../../../skill/registry-sync.ts";
 import type { SkillClass } from "../../../skill/types.ts";
 import type { UpstreamSpec } from "./spec.ts";
 import { quoteToolName, toolKey } from "./tool-key.ts";
-import { toolSkill, type UpstreamCall, type UpstreamTool } from "./tool-skill.ts";
+import { toolSkill, type ToolSkill, type UpstreamCall, type UpstreamTool } from "./tool-skill.ts";
 
 /** What one sync changed, and what it refused. */
 export interface ToolSyncReport {
@@ -47,7 +48,7 @@ export function createToolSet(o: { spec: Pick<UpstreamSpec, "name" | "classes" |
       }
       byKey.set(k.key, [...(byKey.get(k.key) ?? []), tool]);
     }
-    const next = new Map<string, { tool: string; fingerprint: string; cls: SkillClass; def: ReturnType<typeof toolSkill> }>();
+    const next = new Map<string, { tool: string; fingerprint: string; cls: SkillClass; def: ToolSkill }>();
     for (const [key, same] of byKey) {
       if (same.length > 1) {
         // Neither wins: which of them a caller meant could not be told from the key.
@@ -69,29 +70,19 @@ export function createToolSet(o: { spec: Pick<UpstreamSpec, "name" | "classes" |
     for (const name of o.spec.classes.keys()) {
       if (!tools.some((t) => t.name === name)) problems.push(`classes.${name}: the upstream lists no tool by that name`);
     }
-    const report: ToolSyncReport = { added: [], changed: [], removed: [], loaded: [], problems };
-    const changed = new Set<string>();
-    for (const [key, old] of current) {
-      const now = next.get(key);
-      if (now && now.fingerprint === old.fingerprint) continue;
-      o.registry.unregister(key);
-      current.delete(key);
-      if (now) changed.add(key);
-      else report.removed.push(key);
-    }
-    for (const [key, n] of next) {
-      if (current.has(key) || "problem" in n.def) continue;
-      try {
-        o.registry.register(n.def.def);
-      } catch (err) {
-        problems.push(`tool ${quoteToolName(n.tool)}: skipped: ${(err as Error).message}`);
-        if (changed.has(key)) report.removed.push(key);
-        continue;
-      }
-      current.set(key, { tool: n.tool, fingerprint: n.fingerprint, cls: n.cls });
-      (changed.has(key) ? report.changed : report.added).push(key);
-    }
-    report.loaded = [...current.keys()].sort();
+    const report: ToolSyncReport = {
+      ...syncRegistered({
+        registry: o.registry,
+        current,
+        next,
+        register: (_key, n) => {
+          o.registry.register(n.def.def);
+          return { tool: n.tool, fingerprint: n.fingerprint, cls: n.cls };
+        },
+        refused: (_key, n, err) => problems.push(`tool ${quoteToolName(n.tool)}: skipped: ${err.message}`),
+      }),
+      problems,
+    };
     // A registration error may quote the upstream's schema at length.
     report.problems = problems.map((p) => (p.length > 500 ? `${p.slice(0, 500)}…` : p));
     for (const p of report.problems) o.log.warn(`upstream MCP tool refused: ${p}`);
