@@ -83,7 +83,8 @@ describe("MCP server over streamable HTTP", () => {
     await m.audit.flush();
     let rows = await m.audit.list({ sessionId: transport.sessionId! });
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ toolName: "host_load", deviceId: "mcp-edge", decision: "allow", callerUserId: "0", onBehalfOf: "op-call", seq: structured(first).audit_seq });
+    expect(rows[0]).toMatchObject({ toolName: "host_load", deviceId: "mcp-edge", decision: "allow", callerUserId: "0", onBehalfOf: "op-call", client: "claude-code/1.2.3", seq: structured(first).audit_seq });
+    expect((await m.audit.verify()).ok).toBe(true);
     const again = await client.callTool({ name: "host_load", arguments: { edge_id: "mcp-edge" } });
     expect(structured(again)).toMatchObject({ success: true, deduplicated: true, audit_seq: structured(first).audit_seq });
     await m.audit.flush();
@@ -138,6 +139,10 @@ describe("MCP server over streamable HTTP", () => {
     ).toBe(true);
     expect(structured(status).success).toBe(true);
     expect(status.isError).toBe(false);
+    // Both rows, the request and the run its approval released, name the MCP client that asked.
+    await m.audit.flush();
+    const rows = (await m.audit.list({ toolName: "exec" })).filter((r) => r.approvalId === pending.id);
+    expect(rows.map((r) => [r.decision, r.client])).toEqual([["ask", "ongrid-test/1.2.3"], ["allow", "ongrid-test/1.2.3"]]);
     // Another operator cannot look at it: answered as if it did not exist.
     const other = (await connect(await makeUser(m, "op-other", "operator"))).client;
     const hidden = await other.callTool({ name: "approval_status", arguments: { approval_id: pending.id } });

@@ -32,6 +32,8 @@ export interface ChainInput {
   approvedBy?: string | null;
   /** Hashed only when not empty, like approvedBy. */
   onBehalfOf?: string | null;
+  /** The client program that made the call (an MCP client's "name/version"); hashed only when not empty, like approvedBy. */
+  client?: string | null;
 }
 
 /**
@@ -50,6 +52,8 @@ export interface RowTexts {
   approvedBy: string;
   callerRole: string;
   callerUserId: string;
+  /** "" when no client was recorded (the hash then leaves the field out). */
+  client: string;
   decision: string;
   decisionReason: string;
   deviceId: string;
@@ -70,6 +74,7 @@ export function rowTexts(row: Omit<ChainInput, "seq">): RowTexts {
     approvedBy: row.approvedBy ? str(row.approvedBy) : "",
     callerRole: str(row.callerRole),
     callerUserId: str(row.callerUserId),
+    client: row.client ? str(row.client) : "",
     decision: str(row.decision),
     decisionReason: str(row.decisionReason),
     deviceId: str(row.deviceId),
@@ -88,7 +93,7 @@ export function rowTexts(row: Omit<ChainInput, "seq">): RowTexts {
 export function hashRow(prevHash: string, t: RowTexts, seq: number, argsText: string, resultText: string): string {
   const text =
     `{"approvalId":${t.approvalId},${t.approvedBy ? `"approvedBy":${t.approvedBy},` : ""}"args":${argsText},"callerRole":${t.callerRole},` +
-    `"callerUserId":${t.callerUserId},"decision":${t.decision},"decisionReason":${t.decisionReason},` +
+    `"callerUserId":${t.callerUserId},${t.client ? `"client":${t.client},` : ""}"decision":${t.decision},"decisionReason":${t.decisionReason},` +
     `"deviceId":${t.deviceId},"durationMs":${t.durationMs},"error":${t.error},"finishedAt":${t.finishedAt},` +
     `${t.onBehalfOf ? `"onBehalfOf":${t.onBehalfOf},` : ""}` +
     `"result":${resultText},"seq":${num(seq)},"sessionId":${t.sessionId},"sopHash":${t.sopHash},` +

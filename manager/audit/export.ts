@@ -48,6 +48,7 @@ export function auditRowToJson(r: AuditRow): Record<string, unknown> {
     sop_hash: r.sopHash,
     approved_by: r.approvedBy ?? "",
     on_behalf_of: r.onBehalfOf ?? "",
+    client: r.client ?? "",
     prev_hash: r.prevHash,
     row_hash: r.rowHash,
   };

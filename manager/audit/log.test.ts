@@ -76,6 +76,11 @@ test("row hashes are sha256 of the previous hash and the row's canonical JSON, p
   const agentRow = { ...row, callerUserId: "0", callerRole: "system", onBehalfOf: "alice", approvedBy: "bob" };
   expect(rowHash(GENESIS_HASH, agentRow)).toBe(createHash("sha256").update(`${GENESIS_HASH}\n${canonicalJson(agentRow)}`).digest("hex"));
   expect(rowHash(GENESIS_HASH, agentRow)).not.toBe(rowHash(GENESIS_HASH, { ...agentRow, onBehalfOf: "mallory" }));
+  // client (added with MCP) likewise: left out when empty, hashed in its sorted place when set.
+  expect(rowHash(GENESIS_HASH, { ...agentRow, client: "" })).toBe(rowHash(GENESIS_HASH, agentRow));
+  const mcpRow = { ...agentRow, client: "claude-code/2.1.0" };
+  expect(rowHash(GENESIS_HASH, mcpRow)).toBe(createHash("sha256").update(`${GENESIS_HASH}\n${canonicalJson(mcpRow)}`).digest("hex"));
+  expect(rowHash(GENESIS_HASH, mcpRow)).not.toBe(rowHash(GENESIS_HASH, { ...mcpRow, client: "cursor/1.0" }));
 });
 
 describeBothBackends("audit log", (backend) => {

@@ -38,6 +38,7 @@ export function normalizeRecord(record: AuditRecord): StoredRecord {
     sopHash: text(record.sopHash),
     approvedBy: text(record.approvedBy),
     onBehalfOf: text(record.onBehalfOf),
+    client: text(record.client),
     seq: 0,
     prevHash: "",
     rowHash: "",
@@ -55,7 +56,7 @@ export function toInsertText(row: AuditRow, t: RowTexts, argsText: string, resul
     `"error":${t.error},"device_id":${t.deviceId},"started_at":${t.startedAt},"finished_at":${t.finishedAt},` +
     `"duration_ms":${t.durationMs},"caller_user_id":${t.callerUserId},"caller_role":${t.callerRole},"decision":${t.decision},` +
     `"decision_reason":${t.decisionReason},"approval_id":${t.approvalId},"sop_hash":${t.sopHash},"approved_by":${t.approvedBy || '""'},` +
-    `"on_behalf_of":${t.onBehalfOf || '""'},"prev_hash":"${row.prevHash}","row_hash":"${row.rowHash}"}`
+    `"on_behalf_of":${t.onBehalfOf || '""'},"client":${t.client || '""'},"prev_hash":"${row.prevHash}","row_hash":"${row.rowHash}"}`
   );
 }
 
@@ -65,7 +66,7 @@ export function toInsertText(row: AuditRow, t: RowTexts, argsText: string, resul
  */
 export const COPY_COLUMNS = [
   "seq", "session_id", "tool_name", "args_json", "result_json", "error", "device_id", "started_at", "finished_at", "duration_ms",
-  "caller_user_id", "caller_role", "decision", "decision_reason", "approval_id", "sop_hash", "approved_by", "on_behalf_of", "prev_hash", "row_hash",
+  "caller_user_id", "caller_role", "decision", "decision_reason", "approval_id", "sop_hash", "approved_by", "on_behalf_of", "client", "prev_hash", "row_hash",
 ] as const;
 
 const COPY_SPECIAL = /[\\\t\n\r]/;
@@ -90,7 +91,7 @@ export function toCopyLine(row: AuditRow, argsText: string, resultText: string):
     `${row.seq}\t${copyText(row.sessionId)}\t${copyText(row.toolName)}\t${copyJson(argsText)}\t${copyJson(resultText)}\t` +
     `${copyText(row.error)}\t${copyText(row.deviceId)}\t${row.startedAt.toISOString()}\t${row.finishedAt.toISOString()}\t${row.durationMs}\t` +
     `${copyText(row.callerUserId)}\t${copyText(row.callerRole)}\t${copyText(row.decision)}\t${copyText(row.decisionReason)}\t` +
-    `${copyText(row.approvalId)}\t${copyText(row.sopHash)}\t${copyText(row.approvedBy ?? "")}\t${copyText(row.onBehalfOf ?? "")}\t${row.prevHash}\t${row.rowHash}`
+    `${copyText(row.approvalId)}\t${copyText(row.sopHash)}\t${copyText(row.approvedBy ?? "")}\t${copyText(row.onBehalfOf ?? "")}\t${copyText(row.client ?? "")}\t${row.prevHash}\t${row.rowHash}`
   );
 }
 
@@ -115,6 +116,7 @@ export function chainInputOf(r: ToolCallRow): ChainInput {
     sopHash: r.sopHash,
     approvedBy: r.approvedBy,
     onBehalfOf: r.onBehalfOf,
+    client: r.client,
   };
 }
 
@@ -130,6 +132,7 @@ export function fromDbRow(r: ToolCallRow): AuditRow {
     sopHash: r.sopHash ?? "",
     approvedBy: r.approvedBy ?? "",
     onBehalfOf: r.onBehalfOf ?? "",
+    client: r.client ?? "",
     prevHash: r.prevHash,
     rowHash: r.rowHash,
   };

@@ -28,6 +28,8 @@ export interface AuditRecord {
   approvedBy?: string;
   /** For a call the agent (user "0") made: the user whose session it was. */
   onBehalfOf?: string;
+  /** The client program that made the call, as it named itself (an MCP client's "name/version"); "" when unknown. */
+  client?: string;
 }
 
 /** A stored row: the record plus its place in the hash chain. */

@@ -30,7 +30,7 @@ export function createApprovedRunner(deps: { resolver: Resolver; run: ReturnType
       sopHash: row.sopHash,
       approvedBy: approvers.join(","),
     };
-    const who = { key: row.skillKey, edgeId: row.edgeId, sessionId: row.sessionId, caller };
+    const who = { key: row.skillKey, edgeId: row.edgeId, sessionId: row.sessionId, caller, ...(row.client ? { client: row.client } : {}) };
     let out;
     try {
       out = await recorder.settle(

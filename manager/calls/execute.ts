@@ -164,7 +164,7 @@ export function createDispatcher(deps: DispatcherDeps) {
 
 /** Whom a request's row is about. */
 function whoOf(input: ExecuteInput): Who {
-  return { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller };
+  return { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller, ...(input.client ? { client: input.client } : {}) };
 }
 
 /** A request's trail before anything is decided: its arguments as sent. */

@@ -67,6 +67,7 @@ export function createParker({ approvals, recorder, sopKeys, approvalTtlMs }: { 
       effectiveClass: cls,
       requester: input.caller,
       sessionId: who.sessionId,
+      client: who.client ?? "",
       timeoutMs,
       requiredApprovals: d.approvals,
       ttlMs: approvalTtlMs,

@@ -17,6 +17,8 @@ export interface Who {
   edgeId: string;
   sessionId: string;
   caller: Caller;
+  /** The client program that made the call (an MCP client's "name/version"); absent when unknown. */
+  client?: string;
 }
 
 /** What is known of a call while it is being decided, for its audit row. */
@@ -79,6 +81,7 @@ export function createRecorder({ audit, log, onCall }: RecorderDeps) {
         sopHash: trail.sopHash,
         approvedBy: trail.approvedBy,
         onBehalfOf: who.caller.onBehalfOf ?? "",
+        client: who.client ?? "",
       }),
     );
     return row.seq;

@@ -36,6 +36,8 @@ export interface ExecuteInput {
   paramsJson?: string;
   edgeId?: string;
   sessionId?: string;
+  /** The client program that made the call, as it named itself (an MCP client's "name/version"); recorded in the audit row. */
+  client?: string;
   timeoutMs?: number;
   caller: Caller;
   signal?: AbortSignal;

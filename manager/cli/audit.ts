@@ -87,6 +87,7 @@ function fromProto(t: ToolCall): AuditRow {
     sopHash: t.sopHash,
     approvedBy: t.approvedBy,
     onBehalfOf: t.onBehalfOf,
+    client: t.client,
     prevHash: t.prevHash,
     rowHash: t.rowHash,
   };

@@ -28,6 +28,7 @@ export function toolCallToProto(r: AuditRow): ToolCall {
     sopHash: r.sopHash,
     approvedBy: r.approvedBy ?? "",
     onBehalfOf: r.onBehalfOf ?? "",
+    client: r.client ?? "",
     prevHash: r.prevHash,
     rowHash: r.rowHash,
   });

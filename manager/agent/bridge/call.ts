@@ -30,6 +30,8 @@ export interface ToolCallInput {
   waitForApproval?: boolean;
   /** The signed SOP text a dangerous call needs (given by the caller, never made up). */
   sop?: string;
+  /** The client program that made the call (an MCP client's "name/version"), for the audit row. */
+  client?: string;
 }
 
 /** What comes back; `content` is what the model is given as the tool message. */
@@ -71,7 +73,7 @@ export async function callTool(dispatcher: Pick<Dispatcher, "execute" | "refuse"
     edgeId = typeof edge_id === "string" ? edge_id : undefined;
     args = rest;
   }
-  const input = { key: call.name, params: args, paramsJson, edgeId, sessionId: call.sessionId, caller, mode: call.mode, playbook: call.playbook, timeoutMs: call.timeoutMs, signal: call.signal, waitForApproval: Boolean(call.waitForApproval), ...(call.sop ? { sop: call.sop } : {}) };
+  const input = { key: call.name, params: args, paramsJson, edgeId, sessionId: call.sessionId, caller, mode: call.mode, playbook: call.playbook, timeoutMs: call.timeoutMs, signal: call.signal, waitForApproval: Boolean(call.waitForApproval), ...(call.sop ? { sop: call.sop } : {}), ...(call.client ? { client: call.client } : {}) };
   try {
     if (!tool) {
       await dispatcher.refuse(

@@ -25,6 +25,8 @@ export interface NewApproval {
   effectiveClass: string;
   requester: Caller;
   sessionId: string;
+  /** The client program that requested the call, carried to the execution's audit row. */
+  client?: string;
   timeoutMs: number;
   requiredApprovals: number;
   ttlMs: number;
@@ -72,6 +74,7 @@ export function createApprovalStore(database: Database) {
             onBehalfOf: n.requester.onBehalfOf ?? "",
             requesterReach: n.requester.reach ?? [],
             sessionId: n.sessionId,
+            client: n.client ?? "",
             timeoutMs: n.timeoutMs,
             createdAt: now,
             expiresAt: new Date(now.getTime() + n.ttlMs),

@@ -29,6 +29,8 @@ export const approvals = pgTable(
     /** The requester's reach when asking (label selectors, the call may not leave it). */
     requesterReach: jsonb("requester_reach").$type<string[]>().notNull().default([]),
     sessionId: text("session_id").notNull().default(""),
+    /** The client program that requested the call (an MCP client's "name/version"), carried to the execution's audit row. */
+    client: text("client").notNull().default(""),
     timeoutMs: integer("timeout_ms").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),

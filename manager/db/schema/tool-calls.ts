@@ -26,6 +26,8 @@ export const toolCalls = pgTable(
     approvedBy: text("approved_by").notNull().default(""),
     /** For the agent's calls (user "0"): the session's user. Hashed into the chain only when not empty. */
     onBehalfOf: text("on_behalf_of").notNull().default(""),
+    /** The client program as it named itself (an MCP client's "name/version"). Hashed into the chain only when not empty. */
+    client: text("client").notNull().default(""),
     prevHash: text("prev_hash").notNull(),
     rowHash: text("row_hash").notNull(),
   },

@@ -38,6 +38,8 @@ export interface McpCallDeps {
 export interface McpCallContext {
   user: Caller;
   sessionId: string;
+  /** The client's "name/version" from initialize, recorded in the audit row ("" when it gave none). */
+  client?: string;
   offered: ReadonlyMap<string, BridgedTool>;
   signal: AbortSignal;
   /** Sends a progress notification when the client asked for them (a progressToken). */
@@ -145,7 +147,7 @@ export function createMcpCaller(deps: McpCallDeps) {
     const tool = ctx.offered.get(name);
     if (!tool) {
       // Audited like any refused call, then answered as the SDK does for a tool it does not have.
-      const refused = await callTool(deps.dispatcher, ctx.user, ctx.offered, { name, argumentsJson: JSON.stringify(params), sessionId: ctx.sessionId, signal: ctx.signal });
+      const refused = await callTool(deps.dispatcher, ctx.user, ctx.offered, { name, argumentsJson: JSON.stringify(params), sessionId: ctx.sessionId, client: ctx.client, signal: ctx.signal });
       throw new McpError(ErrorCode.InvalidParams, `Tool ${name.slice(0, 64)} not found: ${refused.result?.error?.message ?? "not offered"} (tools/list shows the tools you may call)`);
     }
     const dedupe = tool.skill.meta.class === "safe" && !tool.skill.meta.dynamicRisk ? `${name}\u0000${canonicalJson(params)}` : undefined;
@@ -155,7 +157,7 @@ export function createMcpCaller(deps: McpCallDeps) {
     let rest = params;
     let sop: unknown;
     if (mayBeDangerous(tool.skill)) ({ [SOP_ARG]: sop, ...rest } = params);
-    const out = await callTool(deps.dispatcher, ctx.user, ctx.offered, { name, argumentsJson: JSON.stringify(rest), sessionId: ctx.sessionId, signal: ctx.signal, waitForApproval: false, ...(typeof sop === "string" ? { sop } : {}) });
+    const out = await callTool(deps.dispatcher, ctx.user, ctx.offered, { name, argumentsJson: JSON.stringify(rest), sessionId: ctx.sessionId, client: ctx.client, signal: ctx.signal, waitForApproval: false, ...(typeof sop === "string" ? { sop } : {}) });
     if (out.approval && !out.result) {
       const t0 = Date.now();
       const end = await waitBounded(ctx, out.approval);

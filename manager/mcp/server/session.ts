@@ -69,6 +69,7 @@ export function createMcpSession(deps: McpSessionDeps, firstUser: Caller, sessio
       {
         user: session.user,
         sessionId: sessionId(),
+        client: clientName(),
         offered: view().byName,
         signal: extra.signal,
         progress: token === undefined ? undefined : (progress, message) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress, message } }),
@@ -109,9 +110,14 @@ export function createMcpSession(deps: McpSessionDeps, firstUser: Caller, sessio
   return Object.assign(session, {
     server,
     recheck,
-    client: () => {
-      const c = server.getClientVersion();
-      return c ? `${c.name.slice(0, 64)}/${String(c.version).slice(0, 32)}` : "";
-    },
+    client: clientName,
   });
+
+  /** The client's "name/version" as it gave them in initialize: untrusted text, so cut short and stripped of control characters. */
+  function clientName(): string {
+    const c = server.getClientVersion();
+    if (!c) return "";
+    const clean = (v: unknown, max: number) => String(v ?? "").replace(/[\p{Cc}\p{Cf}]/gu, "").slice(0, max);
+    return `${clean(c.name, 64)}/${clean(c.version, 32)}`;
+  }
 }
