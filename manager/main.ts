@@ -115,6 +115,9 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
         log,
         path: config.mcp.path,
         approvalWaitMs: Math.min(parseDuration(config.mcp.approval_wait), 600_000),
+        // A task outlives the approval it waits on by a margin, so its result can still be fetched.
+        taskTtlMs: parseDuration(config.approvals.ttl) + 15 * 60_000,
+        withdraw: (user, id, reason) => core.workflow.deny(user, id, reason),
         maxSessionsPerUser: config.mcp.max_sessions_per_user,
         idleTimeoutMs: parseDuration(config.mcp.session_idle_timeout),
         maxRequestBytes: config.server.max_request_bytes,

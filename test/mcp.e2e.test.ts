@@ -11,7 +11,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, McpError, ToolListChangedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApprovalService } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
@@ -148,6 +148,76 @@ describe("MCP server over streamable HTTP", () => {
     const hidden = await other.callTool({ name: "approval_status", arguments: { approval_id: pending.id } });
     expect(hidden.isError).toBe(true);
     expect(structured(hidden).error.code).toBe("not_found");
+  });
+
+  it("MCP tasks: a parked call's task completes when an approver approves, fails when one denies, and cancelling it withdraws the request", async () => {
+    const approver = await makeUser(m, "task-approver", "approver");
+    const approvals = createClient(ApprovalService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(approver)] }));
+    const { client } = await connect(await makeUser(m, "op-task", "operator"), "task-client");
+    const exec = (target: string) => client.experimental.tasks.callToolStream({ name: "exec", arguments: { edge_id: "mcp-edge", command: `touch ${target}` } }, undefined, { task: { ttl: 60_000 } });
+    /** Starts a task-augmented call; resolves once it is parked, with its task id and approval id. */
+    async function parked(target: string) {
+      const stream = exec(target);
+      const first = await stream.next();
+      expect(first.value).toMatchObject({ type: "taskCreated", task: { status: "working" } });
+      const taskId = (first.value as { task: { taskId: string } }).task.taskId;
+      let approvalId = "";
+      expect(
+        await waitFor(async () => {
+          const t = await client.experimental.tasks.getTask(taskId);
+          approvalId = /waiting for approval (apr_[0-9a-f]{16})/.exec(t.statusMessage ?? "")?.[1] ?? "";
+          return approvalId !== "";
+        }, 15_000),
+      ).toBe(true);
+      return { stream, taskId, approvalId };
+    }
+    // Approved: the task completes with the envelope of the run the approval released.
+    const ran = join(dir, "task-approved");
+    const a = await parked(ran);
+    expect(existsSync(ran)).toBe(false);
+    expect((await client.experimental.tasks.getTask(a.taskId)).status).toBe("working");
+    await approvals.approve({ id: a.approvalId });
+    let last: any;
+    for await (const msg of a.stream) last = msg;
+    expect(last.type).toBe("result");
+    expect(last.result.isError).toBe(false);
+    expect(last.result.structuredContent).toMatchObject({ success: true, edge_id: "mcp-edge" });
+    expect(existsSync(ran)).toBe(true);
+    expect((await client.experimental.tasks.getTask(a.taskId)).status).toBe("completed");
+    // Denied: the task fails; its status message and its result say who denied it.
+    const denied = join(dir, "task-denied");
+    const d = await parked(denied);
+    await approvals.deny({ id: d.approvalId, reason: "not during the freeze" });
+    for await (const msg of d.stream) last = msg;
+    expect(last.type).toBe("error");
+    const failedTask = await client.experimental.tasks.getTask(d.taskId);
+    expect(failedTask.status).toBe("failed");
+    expect(failedTask.statusMessage).toMatch(new RegExp(`${d.approvalId} denied by task-approver: not during the freeze`));
+    const failedResult = (await client.experimental.tasks.getTaskResult(d.taskId, CallToolResultSchema)) as CallToolResult;
+    expect(failedResult.isError).toBe(true);
+    expect(structured(failedResult).approval).toMatchObject({ id: d.approvalId, state: "denied", denied_by: "task-approver" });
+    expect(existsSync(denied)).toBe(false);
+    // Cancelled: the request is withdrawn, so no approver can release it afterwards.
+    const withdrawn = join(dir, "task-cancelled");
+    const c = await parked(withdrawn);
+    expect((await client.experimental.tasks.cancelTask(c.taskId)).status).toBe("cancelled");
+    expect(await waitFor(async () => /the MCP client cancelled its task/.test((await approvals.getApproval({ id: c.approvalId })).approval?.reason ?? ""), 15_000)).toBe(true);
+    await expect(approvals.approve({ id: c.approvalId })).rejects.toThrow(/already denied/);
+    expect(existsSync(withdrawn)).toBe(false);
+    // A safe call sent as a task completes with its envelope; the task list shows the session's tasks only.
+    const safe = client.experimental.tasks.callToolStream({ name: "host_load", arguments: { edge_id: "mcp-edge" } }, undefined, { task: { ttl: 60_000 } });
+    for await (const msg of safe) last = msg;
+    expect(last.type).toBe("result");
+    expect(last.result.structuredContent).toMatchObject({ success: true });
+    expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.status).sort()).toEqual(["cancelled", "completed", "completed", "failed"]);
+    const other = (await connect(await makeUser(m, "op-task-other", "operator"))).client;
+    expect((await other.experimental.tasks.listTasks()).tasks).toEqual([]);
+    await expect(other.experimental.tasks.getTask(a.taskId)).rejects.toThrow(/not found/i);
+    // The audit holds each call once: ask rows for the three parked calls, the approved run, the denial and the withdrawal.
+    await m.audit.flush();
+    const rows = (await m.audit.list({ toolName: "exec" })).filter((r) => [a.approvalId, d.approvalId, c.approvalId].includes(r.approvalId));
+    expect(rows.map((r) => `${r.approvalId === a.approvalId ? "a" : r.approvalId === d.approvalId ? "d" : "c"}:${r.decision}`).sort()).toEqual(["a:allow", "a:ask", "c:ask", "c:deny", "d:ask", "d:deny"]);
+    expect(rows.filter((r) => r.decision === "ask").every((r) => r.client === "task-client/1.2.3")).toBe(true);
   });
 
   it("tells the client its tool list changed when an edge connects, and lists the new edge", async () => {

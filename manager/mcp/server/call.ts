@@ -5,6 +5,8 @@
  * rendering the content. A call that parks answers a structured pending result, after waiting up
  * to mcp.approval_wait with progress notifications; approval_status looks it up later.
  */
+import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks";
+import type { RequestTaskStore } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { canonicalJson } from "../../../skill/canonical.ts";
 import { OngridError } from "../../../skill/errors.ts";
@@ -32,6 +34,8 @@ export interface McpCallDeps {
   approvals: Pick<ApprovalStore, "get" | "waitFinal">;
   /** mcp.approval_wait in ms (0: answer pending at once). */
   approvalWaitMs: number;
+  /** Withdraws a parked request as its requester (a cancelled task's call must not run later). */
+  withdraw(user: Caller, approvalId: string, reason: string): Promise<unknown>;
 }
 
 /** The request's side of a call: who, in which MCP session, with which progress token and signal. */
@@ -102,6 +106,26 @@ function failure(code: string, message: string, hint = ""): CallToolResult {
   return envelopeResult({ success: false, output: null, error: { code, message, hint }, duration_ms: 0, truncated: false, edge_id: "" }, 0);
 }
 
+/** The result of a parked call that ended: its envelope once it ran, else what became of the request. */
+function finalResult(end: ApprovalRow): CallToolResult {
+  if (end.state === "executed" && end.result) return envelopeResult(end.result as ResultEnvelope, end.executionAuditSeq);
+  return approvalStatusResult(end);
+}
+
+/** The first line of a result's text, short, for a task's status message. */
+function textOf(r: CallToolResult): string {
+  const t = r.content.find((c) => c.type === "text");
+  return t && t.type === "text" ? t.text.split("\n")[0]!.slice(0, 300) : "";
+}
+
+/** The session's task store as a call needs it. */
+export interface TaskHandle {
+  store: Pick<RequestTaskStore, "createTask" | "updateTaskStatus" | "storeTaskResult">;
+  /** The signal that stops the task's work; aborted with "cancelled" (tasks/cancel) or "closed" (the session ended). */
+  signalFor(taskId: string): AbortSignal;
+  forget(taskId: string): void;
+}
+
 /** Creates the call handler of one MCP session (it holds the session's dedupe memory). */
 export function createMcpCaller(deps: McpCallDeps) {
   const seen = new Map<string, { out: ToolCallOutput; at: number }>();
@@ -140,10 +164,13 @@ export function createMcpCaller(deps: McpCallDeps) {
     }
   }
 
-  /** Answers one tools/call. */
-  async function call(ctx: McpCallContext, name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
+  /** What a call came to at once: a result, or a request parked for approval. */
+  type Dispatched = { result: CallToolResult } | { parked: ApprovalRow; auditSeq: number };
+
+  /** Runs one call through the gate; a tool not offered is audited, then a protocol error. */
+  async function dispatch(ctx: McpCallContext, name: string, args: Record<string, unknown> | undefined): Promise<Dispatched> {
     const params = args ?? {};
-    if (name === APPROVAL_STATUS_TOOL) return approvalStatus(ctx, params);
+    if (name === APPROVAL_STATUS_TOOL) return { result: await approvalStatus(ctx, params) };
     const tool = ctx.offered.get(name);
     if (!tool) {
       // Audited like any refused call, then answered as the SDK does for a tool it does not have.
@@ -152,27 +179,80 @@ export function createMcpCaller(deps: McpCallDeps) {
     }
     const dedupe = tool.skill.meta.class === "safe" && !tool.skill.meta.dynamicRisk ? `${name}\u0000${canonicalJson(params)}` : undefined;
     const earlier = dedupe ? seen.get(dedupe) : undefined;
-    if (earlier && Date.now() - earlier.at < DEDUPE_FRESH_MS) return envelopeResult(earlier.out.result!, earlier.out.auditSeq, true);
+    if (earlier && Date.now() - earlier.at < DEDUPE_FRESH_MS) return { result: envelopeResult(earlier.out.result!, earlier.out.auditSeq, true) };
     // The SOP rides beside the params of a possibly dangerous skill; it is not one of its params.
     let rest = params;
     let sop: unknown;
     if (mayBeDangerous(tool.skill)) ({ [SOP_ARG]: sop, ...rest } = params);
     const out = await callTool(deps.dispatcher, ctx.user, ctx.offered, { name, argumentsJson: JSON.stringify(rest), sessionId: ctx.sessionId, client: ctx.client, signal: ctx.signal, waitForApproval: false, ...(typeof sop === "string" ? { sop } : {}) });
-    if (out.approval && !out.result) {
-      const t0 = Date.now();
-      const end = await waitBounded(ctx, out.approval);
-      if (!end) return pendingResult((await deps.approvals.get(out.approval.id)) ?? out.approval, out.auditSeq, Date.now() - t0);
-      if (end.state === "executed" && end.result) return envelopeResult(end.result as ResultEnvelope, end.executionAuditSeq);
-      return approvalStatusResult(end);
-    }
+    if (out.approval && !out.result) return { parked: out.approval, auditSeq: out.auditSeq };
     if (dedupe && out.result?.success) {
       if (seen.size >= DEDUPE_MAX) seen.delete(seen.keys().next().value!);
       seen.set(dedupe, { out, at: Date.now() });
     }
-    return envelopeResult(out.result!, out.auditSeq);
+    return { result: envelopeResult(out.result!, out.auditSeq) };
   }
 
-  return { call };
+  /** Answers one tools/call. */
+  async function call(ctx: McpCallContext, name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    const d = await dispatch(ctx, name, args);
+    if ("result" in d) return d.result;
+    const t0 = Date.now();
+    const end = await waitBounded(ctx, d.parked);
+    if (!end) return pendingResult((await deps.approvals.get(d.parked.id)) ?? d.parked, d.auditSeq, Date.now() - t0);
+    return finalResult(end);
+  }
+
+  /**
+   * Answers a tools/call sent with `task`: the task at once, the call in the background. A tool
+   * not offered is refused before any task is made (as without `task`).
+   */
+  async function startTask(ctx: McpCallContext, name: string, args: Record<string, unknown> | undefined, tasks: TaskHandle): Promise<CreateTaskResult> {
+    if (name !== APPROVAL_STATUS_TOOL && !ctx.offered.has(name)) await dispatch(ctx, name, args);
+    const task = await tasks.store.createTask({});
+    const signal = tasks.signalFor(task.taskId);
+    void runTask({ ...ctx, signal, progress: undefined }, task.taskId, name, args, tasks).finally(() => tasks.forget(task.taskId));
+    return { task };
+  }
+
+  /** A task's work: the call, then (when it parked) the approval's end; the task ends with the result. */
+  async function runTask(ctx: McpCallContext, taskId: string, name: string, args: Record<string, unknown> | undefined, tasks: TaskHandle): Promise<void> {
+    let result: CallToolResult;
+    let why = "";
+    try {
+      const d = await dispatch(ctx, name, args);
+      if ("result" in d) result = d.result;
+      else {
+        const a = d.parked;
+        await tasks.store.updateTaskStatus(taskId, "working", `waiting for approval ${a.id}: it needs ${a.requiredApprovals} approver(s) other than you and expires at ${a.expiresAt.toISOString()}; an approver runs \`ongrid approvals approve ${a.id}\``);
+        let end: ApprovalRow;
+        try {
+          end = await deps.approvals.waitFinal(a.id, ctx.signal);
+        } catch (err) {
+          // The client cancelled its task: the request is withdrawn, so the call never runs.
+          if (ctx.signal.reason === "cancelled") await deps.withdraw(ctx.user, a.id, "withdrawn: the MCP client cancelled its task").catch(() => undefined);
+          if (ctx.signal.aborted) return;
+          throw err;
+        }
+        result = finalResult(end);
+        why = end.state === "executed" ? "" : `${a.id} ${end.state}${end.deniedBy ? ` by ${end.deniedBy}` : ""}${end.reason ? `: ${end.reason}` : ""}`;
+      }
+    } catch (err) {
+      if (ctx.signal.aborted) return;
+      const e = err instanceof McpError ? new OngridError("invalid_argument", err.message) : err instanceof OngridError ? err : new OngridError("internal", "internal error while running the call; see the manager log");
+      result = failure(e.code, e.message, e.hint);
+    }
+    if (ctx.signal.aborted) return;
+    try {
+      // The reason a task failed is its status message; the result tells the rest.
+      if (result.isError) await tasks.store.updateTaskStatus(taskId, "working", why || textOf(result));
+      await tasks.store.storeTaskResult(taskId, result.isError ? "failed" : "completed", result);
+    } catch {
+      // The session ended or the task was cancelled meanwhile: nobody is left to tell.
+    }
+  }
+
+  return { call, startTask };
 }
 
 /** The caller an MCP call runs as: the LLM runtime acting for the token's user (G1), as AgentService.CallTool. */

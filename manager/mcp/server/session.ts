@@ -17,6 +17,7 @@ import type { Logger } from "pino";
 import { MANAGER_VERSION } from "../../version.ts";
 import type { Caller } from "../../identity/caller.ts";
 import { createMcpCaller, mcpCaller, type McpCallDeps } from "./call.ts";
+import { SessionTaskStore } from "./tasks.ts";
 import { getPrompt, listPrompts, listResources, playbooksDigest, readResource } from "./playbooks.ts";
 import { mcpToolView, viewDigest, type ToolViewDeps } from "./tool-view.ts";
 import type { PlaybookRegistry } from "../../playbooks/registry.ts";
@@ -27,7 +28,13 @@ export interface McpSessionDeps extends Omit<ToolViewDeps, "dispatcher">, Omit<M
   dispatcher: Pick<Dispatcher, "preview" | "execute" | "refuse">;
   playbooks: Pick<PlaybookRegistry, "current" | "get">;
   log: Logger;
+  /** How long an MCP task and its result are kept (longer than an approval can wait). */
+  taskTtlMs: number;
 }
+
+/** Tasks one session may have running at once, and the poll interval its clients are told. */
+const MAX_LIVE_TASKS = 32;
+const TASK_POLL_MS = 1000;
 
 const INSTRUCTIONS =
   "ongrid: operations skills on a fleet of hosts. Every tool call passes ongrid's permission gate and is audited. " +
@@ -47,10 +54,21 @@ export interface McpSession {
 
 /** Creates the SDK server of one session for `user`; `sessionId()` is the transport's Mcp-Session-Id. */
 export function createMcpSession(deps: McpSessionDeps, firstUser: Caller, sessionId: () => string): McpSession {
+  const tasks = new SessionTaskStore({ maxLive: MAX_LIVE_TASKS, ttlMs: deps.taskTtlMs, pollMs: TASK_POLL_MS });
   const server = new Server(
     { name: "ongrid", title: "ongrid", version: MANAGER_VERSION },
-    { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } }, instructions: INSTRUCTIONS },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        prompts: { listChanged: true },
+        resources: { listChanged: true },
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
+      instructions: INSTRUCTIONS,
+      taskStore: tasks,
+    },
   );
+  server.onclose = () => tasks.close();
   const caller = createMcpCaller(deps);
   const session = { user: firstUser } as McpSession;
   const scope = () => ({ caller: mcpCaller(session.user) });
@@ -65,18 +83,20 @@ export function createMcpSession(deps: McpSessionDeps, firstUser: Caller, sessio
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const token = req.params._meta?.progressToken;
-    return caller.call(
-      {
-        user: session.user,
-        sessionId: sessionId(),
-        client: clientName(),
-        offered: view().byName,
-        signal: extra.signal,
-        progress: token === undefined ? undefined : (progress, message) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress, message } }),
-      },
-      req.params.name,
-      req.params.arguments,
-    );
+    const ctx = {
+      user: session.user,
+      sessionId: sessionId(),
+      client: clientName(),
+      offered: view().byName,
+      signal: extra.signal,
+      progress: token === undefined ? undefined : (progress: number, message: string) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress, message } }),
+    };
+    // A client that asked for a task gets one (MCP tasks); the call goes on in the background.
+    if (req.params.task && extra.taskStore) {
+      const store = extra.taskStore;
+      return caller.startTask(ctx, req.params.name, req.params.arguments, { store, signalFor: (id) => tasks.signalFor(id), forget: (id) => tasks.forget(id) });
+    }
+    return caller.call(ctx, req.params.name, req.params.arguments);
   });
   server.setRequestHandler(ListPromptsRequestSchema, () => {
     playbooksSeen = playbooksDigest(deps.playbooks);

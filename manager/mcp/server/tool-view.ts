@@ -103,6 +103,8 @@ export function toMcpTool(t: BridgedTool): Tool {
     inputSchema: inputSchemaOf(t.skill, t.edgeIds),
     outputSchema: ENVELOPE_SCHEMA,
     annotations: annotationsOf(t.skill),
+    // Any call may run as an MCP task; one that parks for approval then ends when its approval does.
+    execution: { taskSupport: "optional" },
   };
 }
 
