@@ -95,6 +95,8 @@ export function createMcpRoute(deps: McpHttpDeps): { route: HttpRoute; close(): 
   const ids = new WeakMap<object, number>();
   const counter = { n: 0 };
   let seen = "";
+  /** Bumped whenever the views may have changed (sessions keep their view until it is). */
+  let generation = 0;
   let lastFull = Date.now();
 
   const watcher = setInterval(() => {
@@ -103,6 +105,7 @@ export function createMcpRoute(deps: McpHttpDeps): { route: HttpRoute; close(): 
     const full = Date.now() - lastFull >= RECHECK_ALL_MS;
     if (now === seen && !full) return;
     seen = now;
+    generation++;
     if (full) lastFull = Date.now();
     for (const e of entries.values()) e.session.recheck().catch((err: unknown) => deps.log.warn({ err: String(err) }, "MCP list_changed check failed"));
     // Idle sessions end here too.
@@ -126,7 +129,7 @@ export function createMcpRoute(deps: McpHttpDeps): { route: HttpRoute; close(): 
       return;
     }
     let sid = "";
-    const session = createMcpSession({ ...deps }, who, () => sid);
+    const session = createMcpSession({ ...deps, viewGeneration: () => generation }, who, () => sid);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => `mcp_${randomBytes(16).toString("hex")}`,
       maxRequestBodySize: deps.maxRequestBytes,

@@ -30,6 +30,12 @@ export interface McpSessionDeps extends Omit<ToolViewDeps, "dispatcher">, Omit<M
   log: Logger;
   /** How long an MCP task and its result are kept (longer than an approval can wait). */
   taskTtlMs: number;
+  /**
+   * A number that changes whenever what the views depend on (edges, their skills and labels, the
+   * registry, the playbooks) may have changed; the session keeps its view until it does or the
+   * user's role or reach changes. Without it the view is computed on every request.
+   */
+  viewGeneration?: () => number;
 }
 
 /** Tasks one session may have running at once, and the poll interval its clients are told. */
@@ -72,7 +78,14 @@ export function createMcpSession(deps: McpSessionDeps, firstUser: Caller, sessio
   const caller = createMcpCaller(deps);
   const session = { user: firstUser } as McpSession;
   const scope = () => ({ caller: mcpCaller(session.user) });
-  const view = () => mcpToolView(deps, scope());
+  let cached: { key: string; view: ReturnType<typeof mcpToolView> } | undefined;
+  const view = () => {
+    if (!deps.viewGeneration) return mcpToolView(deps, scope());
+    const u = session.user;
+    const key = `${deps.viewGeneration()}\u0000${u.userId}\u0000${u.role}\u0000${(u.reach ?? []).join("\u0001")}`;
+    if (cached?.key !== key) cached = { key, view: mcpToolView(deps, scope()) };
+    return cached.view;
+  };
   let toolsSeen: string | undefined;
   let playbooksSeen: string | undefined;
 
