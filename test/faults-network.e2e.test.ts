@@ -433,9 +433,19 @@ describe("F7: disk full under the PGlite data directory", () => {
     expect(failedInARow, "small calls kept finding room on the full disk").toBe(5);
     // A mutating call needs its approval request stored before anything runs: with the disk full
     // it is refused, and nothing runs on the edge.
+    // The freed room of a failed write can still take one small request and its row (PGlite may
+    // have extended the heap before the free-space map failed): such a call is parked with its
+    // row, which is correct, and the next attempt is made until one is refused.
     const ranFile = join(tmpdir(), `ongrid-f7-ran-${process.pid}-${Date.now()}.txt`);
-    const mut = await callOnce(c, "exec", "f7-edge", { command: `echo ran >> ${ranFile}` });
+    let mut = await callOnce(c, "exec", "f7-edge", { command: `echo ran-0 >> ${ranFile}` });
+    const parkedWhileFull: number[] = [];
+    for (let k = 1; k < 20 && !mut.code && mut.seq > 0; k++) {
+      parkedWhileFull.push(mut.seq);
+      successes.push({ seq: mut.seq, key: "exec" });
+      mut = await callOnce(c, "exec", "f7-edge", { command: `echo ran-${k} >> ${ranFile}` });
+    }
     observed.mutating_while_full = `${mut.code}: ${mut.message}`;
+    observed.parked_while_full = parkedWhileFull.length;
     expect(mut.ok).toBe(false);
     expect(mut.code, mut.message).toBe("Unavailable");
     expect(mut.message).toMatch(/No space left on device/);
@@ -481,7 +491,12 @@ describe("F7: disk full under the PGlite data directory", () => {
     // withdraws it (denied by "system") when it can; when that write fails too, the store still
     // refuses any vote on a request without its audit row. (Found by this test: it used to stay
     // pending and, once approved, ran the command the caller was told had failed.)
-    const orphans = (await c.approvals.listApprovals({ limit: 1000 })).approvals.filter((a) => JSON.stringify(a.params ?? {}).includes(ranFile));
+    const requests = (await c.approvals.listApprovals({ limit: 1000 })).approvals.filter((a) => JSON.stringify(a.params ?? {}).includes(ranFile));
+    // Requests parked with their row (above) are ordinary pending requests; nobody approves them here.
+    const parkedRequests = requests.filter((a) => a.requestAuditSeq !== 0n);
+    expect(parkedRequests.map((a) => Number(a.requestAuditSeq)).sort((x, y) => x - y)).toEqual(parkedWhileFull);
+    expect(parkedRequests.every((a) => a.state === ApprovalState.PENDING)).toBe(true);
+    const orphans = requests.filter((a) => a.requestAuditSeq === 0n);
     observed.orphan_requests = orphans.map((a) => ({ id: a.id, state: ApprovalState[a.state], requestAuditSeq: Number(a.requestAuditSeq) }));
     expect(orphans).toHaveLength(1);
     expect(orphans[0]!.requestAuditSeq).toBe(0n);

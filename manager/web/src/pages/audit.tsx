@@ -141,6 +141,7 @@ function exportRow(t: ToolCall): Record<string, unknown> {
     sop_hash: t.sopHash,
     approved_by: t.approvedBy,
     on_behalf_of: t.onBehalfOf,
+    client: t.client,
     prev_hash: t.prevHash,
     row_hash: t.rowHash,
   };
@@ -555,6 +556,7 @@ function who(t: ToolCall) {
     <>
       {caller} {t.callerRole ? <Chip>{t.callerRole}</Chip> : null}
       {t.onBehalfOf ? <div className="muted">for {t.onBehalfOf}</div> : null}
+      {t.client ? <div className="muted">via {t.client}</div> : null}
     </>
   );
 }
