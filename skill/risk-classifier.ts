@@ -24,16 +24,41 @@ export function shellCommandOf(ref: string | undefined, params: Record<string, u
   return { command: params[param], cwd: typeof cwd === "string" ? cwd : undefined };
 }
 
+/** The forms of a classifier reference, for messages and docs. */
+const REFERENCE_FORMS = [...RISK_CLASSIFIER_NAMES.map((n) => `${n}:<param>[:<cwd param>]`), "param_class:<param>:<value>=<class>,…"];
+
+const VALUE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * "param_class:<param>:<value>=<class>,…": the call's class is looked up by the value of one
+ * param (an enum such as kubernetes_action's `action`); any other value, or a value that is not
+ * a string, is dangerous. Each value and class is checked when the manifest is read.
+ */
+function paramClass(ref: string, key: string, param: string | undefined, table: string | undefined, rest: string[]): (p: Record<string, unknown>) => SkillClass {
+  const bad = (why: string) => new OngridError("invalid_argument", `skill "${key}": risk_classifier "${ref}": ${why} (form: param_class:<param>:<value>=<class>,…)`);
+  if (!param || !table || rest.length) throw bad("needs a param and a table of values");
+  const classes = new Map<string, SkillClass>();
+  for (const entry of table.split(",")) {
+    const [value, cls, ...extra] = entry.split("=");
+    if (!value || !VALUE.test(value) || extra.length) throw bad(`"${entry}" is not <value>=<class> with a value of [A-Za-z0-9_.-]`);
+    if (cls !== "safe" && cls !== "mutating" && cls !== "dangerous") throw bad(`class "${cls ?? ""}" for "${value}" is not one of safe, mutating, dangerous`);
+    if (classes.has(value)) throw bad(`"${value}" is listed twice`);
+    classes.set(value, cls);
+  }
+  return (p) => {
+    const v = p[param];
+    return (typeof v === "string" && classes.get(v)) || "dangerous";
+  };
+}
+
 /** The risk function for a classifier reference ("" → none); an unknown reference is refused. */
 export function riskFromClassifier(ref: string, key: string): ((p: Record<string, unknown>) => SkillClass) | undefined {
   if (!ref) return undefined;
   const [name, param, cwdParam, ...rest] = ref.split(":");
+  if (name === "param_class") return paramClass(ref, key, param, cwdParam, rest);
   const classify = Object.hasOwn(RISK_CLASSIFIERS, name) ? RISK_CLASSIFIERS[name] : undefined;
   if (!classify || !param || cwdParam === "" || rest.length) {
-    throw new OngridError(
-      "invalid_argument",
-      `skill "${key}": risk_classifier "${ref}" is not one of ${RISK_CLASSIFIER_NAMES.map((n) => `${n}:<param>[:<cwd param>]`).join(", ")}`,
-    );
+    throw new OngridError("invalid_argument", `skill "${key}": risk_classifier "${ref}" is not one of ${REFERENCE_FORMS.join(", ")}`);
   }
   return (p) => classify(p[param], cwdParam ? p[cwdParam] : undefined);
 }

@@ -87,17 +87,20 @@ describe("kube pack: loading and gating", () => {
     for (const s of pack.manifest.skills) expect(s.env).toEqual(["KUBECONFIG", "HOME", "KUBECTL"]);
   });
 
-  it("read-only skills are safe; kubernetes_action is statically dangerous; pod_execute is classified per command", () => {
+  it("read-only skills are safe; kubernetes_action is classed per action; pod_execute is classified per command", () => {
     const meta = (k: string) => pack.registry.getOrThrow(k).meta;
     expect(meta("kubernetes_get")).toMatchObject({ class: "safe", dynamicRisk: false });
     expect(meta("pod_logs")).toMatchObject({ class: "safe", dynamicRisk: false });
-    expect(meta("kubernetes_action")).toMatchObject({ class: "dangerous", dynamicRisk: false });
+    expect(meta("kubernetes_action")).toMatchObject({ class: "dangerous", dynamicRisk: true, riskClassifier: "param_class:action:restart=mutating,scale=mutating,delete=dangerous" });
     expect(meta("pod_execute")).toMatchObject({ class: "dangerous", dynamicRisk: true, riskClassifier: "shell_command:command" });
     const exec = pack.registry.getOrThrow("pod_execute");
     expect(effectiveClass(exec, { pod: "web-1", command: "cat /etc/resolv.conf" })).toBe("safe");
     expect(effectiveClass(exec, { pod: "web-1", command: "systemctl restart nginx" })).toBe("mutating");
     expect(effectiveClass(exec, { pod: "web-1", command: "rm -rf /data" })).toBe("dangerous");
-    expect(effectiveClass(pack.registry.getOrThrow("kubernetes_action"), { action: "scale", kind: "deployment", name: "web", replicas: 2 })).toBe("dangerous");
+    const action = pack.registry.getOrThrow("kubernetes_action");
+    expect(effectiveClass(action, { action: "restart", kind: "deployment", name: "web" })).toBe("mutating");
+    expect(effectiveClass(action, { action: "scale", kind: "deployment", name: "web", replicas: 2 })).toBe("mutating");
+    expect(effectiveClass(action, { action: "delete", kind: "pod", name: "web-1" })).toBe("dangerous");
   });
 });
 

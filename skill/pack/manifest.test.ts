@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { buildSkill } from "../registry.ts";
+import { riskFromClassifier } from "../risk-classifier.ts";
 import { DEFAULT_PACK_OUTPUT_CAP, DEFAULT_PACK_TIMEOUT_MS, formatProblem, MANIFEST_FILE, readManifest, toMetadata, type ManifestProblem } from "./manifest.ts";
 
 const root = realpathSync(mkdtempSync(path.join(tmpdir(), "ongrid-manifest-")));
@@ -315,7 +316,23 @@ describe("readManifest: checks beyond the schema", () => {
 
   test("an unknown risk_classifier names the known ones", () => {
     const p = only({ ...BASE, risk_classifier: "sql_query:statement" }, "risk_classifier", "known");
-    expect(p.message).toBe('risk_classifier "sql_query:statement" is not one of shell_command:<param>[:<cwd param>]');
+    expect(p.message).toBe('risk_classifier "sql_query:statement" is not one of shell_command:<param>[:<cwd param>], param_class:<param>:<value>=<class>,…');
+  });
+
+  test("param_class: a call's class by one param's value; values not listed, and non-strings, are dangerous", () => {
+    const r = read({ ...BASE, class: "dangerous", params: { action: { type: "enum", description: "What to do.", required: true, values: ["restart", "scale", "delete", "drain"] } }, risk_classifier: "param_class:action:restart=mutating,scale=mutating,delete=dangerous,drain=dangerous" });
+    expect(r.problems).toEqual([]);
+    const risk = riskFromClassifier(r.skills[0]!.riskClassifier!, "disk_usage")!;
+    expect(["restart", "scale", "delete", "drain", "other", "RESTART"].map((action) => risk({ action }))).toEqual(["mutating", "mutating", "dangerous", "dangerous", "dangerous", "dangerous"]);
+    expect(risk({ action: ["restart"] })).toBe("dangerous");
+    expect(risk({})).toBe("dangerous");
+  });
+
+  test("param_class tables that are not value=class pairs are refused, naming the entry", () => {
+    expect(only({ ...BASE, risk_classifier: "param_class:action:restart=Mutating;scale" }, "risk_classifier", "pattern").field).toBe("risk_classifier");
+    expect(only({ ...BASE, risk_classifier: "param_class:action:restart=mutating,restart=safe" }, "risk_classifier", "known").message).toMatch(/"restart" is listed twice/);
+    expect(only({ ...BASE, risk_classifier: "param_class:action:restart=unsafe" }, "risk_classifier", "known").message).toMatch(/class "unsafe" for "restart" is not one of safe, mutating, dangerous/);
+    expect(only({ ...BASE, risk_classifier: "param_class:action" }, "risk_classifier", "known").message).toMatch(/needs a param and a table of values/);
   });
 
   test("a risk_classifier without a param fails the pattern", () => {
