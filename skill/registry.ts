@@ -1,12 +1,11 @@
 import { pino, type Logger } from "pino";
 import { OngridError } from "./errors.ts";
 import { paramsToJsonSchema } from "./schema.ts";
-import type { ParamSchema, Skill, SkillClass, SkillDefinition, SkillMetadata, SkillScope } from "./types.ts";
+import { SKILL_CLASSES, type ParamSchema, type Skill, type SkillClass, type SkillDefinition, type SkillMetadata, type SkillScope } from "./types.ts";
 import { validatorFor } from "./validate.ts";
 
 /** lower_snake: a letter first, then letters/digits, single underscores between segments. */
 export const SKILL_KEY_PATTERN = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
-const CLASSES: ReadonlySet<string> = new Set<SkillClass>(["safe", "mutating", "dangerous"]);
 const SCOPES: ReadonlySet<string> = new Set<SkillScope>(["host", "manager"]);
 
 /** Narrows list() to one scope, class and/or category. */
@@ -89,7 +88,7 @@ export function effectiveClass(skill: Skill, params: Record<string, unknown>): S
   try {
     const c = skill.riskForArgs(params);
     // A classifier that fails or answers nonsense must not lower the bar.
-    return CLASSES.has(c) ? c : "dangerous";
+    return SKILL_CLASSES.has(c) ? c : "dangerous";
   } catch {
     return "dangerous";
   }
@@ -128,7 +127,7 @@ export function buildSkill(def: SkillDefinition, opts: BuildOptions = {}): Skill
   if (typeof def.description !== "string" || def.description.trim() === "") {
     fail("description must be a non-empty string", "Say what the skill does and when to use it.");
   }
-  if (def.class !== undefined && !CLASSES.has(def.class)) fail(`class ${JSON.stringify(def.class)} is not one of safe, mutating, dangerous`);
+  if (def.class !== undefined && !SKILL_CLASSES.has(def.class)) fail(`class ${JSON.stringify(def.class)} is not one of safe, mutating, dangerous`);
   if (def.scope !== undefined && !SCOPES.has(def.scope)) fail(`scope ${JSON.stringify(def.scope)} is not one of host, manager`);
   if (def.category !== undefined && typeof def.category !== "string") fail("category must be a string");
   if (def.resultPreview !== undefined && typeof def.resultPreview !== "string") fail("resultPreview must be a string");

@@ -1,7 +1,7 @@
 /** Named risk classifiers (A6): a dynamic-risk skill names one in its metadata ("<classifier>:<param>[:<cwd param>]"), so either side can gate its calls. */
 import { OngridError } from "./errors.ts";
 import { classifyCommand } from "./risk/index.ts";
-import type { SkillClass } from "./types.ts";
+import { SKILL_CLASSES, type SkillClass } from "./types.ts";
 
 /** Classifiers known by name: each gets the named param's value and, when the reference names one, the working directory's. */
 const RISK_CLASSIFIERS: Record<string, (value: unknown, cwd: unknown) => SkillClass> = {
@@ -41,9 +41,9 @@ function paramClass(ref: string, key: string, param: string | undefined, table: 
   for (const entry of table.split(",")) {
     const [value, cls, ...extra] = entry.split("=");
     if (!value || !VALUE.test(value) || extra.length) throw bad(`"${entry}" is not <value>=<class> with a value of [A-Za-z0-9_.-]`);
-    if (cls !== "safe" && cls !== "mutating" && cls !== "dangerous") throw bad(`class "${cls ?? ""}" for "${value}" is not one of safe, mutating, dangerous`);
+    if (cls === undefined || !SKILL_CLASSES.has(cls)) throw bad(`class "${cls ?? ""}" for "${value}" is not one of safe, mutating, dangerous`);
     if (classes.has(value)) throw bad(`"${value}" is listed twice`);
-    classes.set(value, cls);
+    classes.set(value, cls as SkillClass);
   }
   return (p) => {
     const v = p[param];

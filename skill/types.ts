@@ -3,6 +3,9 @@ import type { Logger } from "pino";
 
 /** Permission class: decides who may run a skill and which approvals it needs. */
 export type SkillClass = "safe" | "mutating" | "dangerous";
+
+/** The classes, for checking a class given as text (a definition, a manifest, a classifier's table or answer). */
+export const SKILL_CLASSES: ReadonlySet<string> = new Set<SkillClass>(["safe", "mutating", "dangerous"]);
 /** Where a skill runs: on an edge agent (host) or inside the manager. */
 export type SkillScope = "host" | "manager";
 
