@@ -98,7 +98,7 @@ describe("a session with a model", () => {
     use(script({
           turns: [
             { toolCalls: [{ name: "host_load", arguments: { edge_id: "agent-edge" } }, { name: "tail_file", arguments: { edge_id: "agent-edge", path: logFile, lines: 50 } }] },
-            { content: "# Report\n\nWorker 3 ran out of memory [3]; load is shown in [2]." },
+            { content: "# Report\n\nWorker 3 ran out of memory [2]; load is shown in [1]." },
           ],
         }));
     const before = model.requests.length;
@@ -106,14 +106,17 @@ describe("a session with a model", () => {
     const types = events.map((e) => e.type);
     expect(types[0]).toBe("session");
     expect(types.at(-1)).toBe("done");
-    expect(types).toEqual(expect.arrayContaining(["route", "plan", "tool_call", "tool_result", "report", "verdict"]));
+    expect(types).toEqual(expect.arrayContaining(["route", "plan", "guidance", "tool_call", "tool_result", "report", "verdict"]));
     const done = events.at(-1)!.data;
     expect(done.status).toBe("done");
     expect(done.usage.totalTokens).toBeGreaterThan(0);
     const results = events.filter((e) => e.type === "tool_result").map((e) => `${e.data.tool}:${e.data.success}`);
-    expect(results).toEqual(["read_skill:true", "host_load:true", "tail_file:true"]);
+    // The playbook read is guidance (I4): its own event, no step number, not a tool result.
+    expect(results).toEqual(["host_load:true", "tail_file:true"]);
+    expect(events.filter((e) => e.type === "tool_call").map((e) => `${e.data.step}:${e.data.tool}`)).toEqual(["1:host_load", "2:tail_file"]);
+    expect(events.filter((e) => e.type === "guidance").map((e) => `${e.data.tool}:${e.data.args.skill_name}:${e.data.success}`)).toEqual(["read_skill:host_resource_diagnosis:true"]);
     expect(events.find((e) => e.type === "plan")!.data.source).toBe("planner");
-    expect(events.find((e) => e.type === "report")!.data.markdown).toContain("ran out of memory [3]");
+    expect(events.find((e) => e.type === "report")!.data.markdown).toContain("ran out of memory [2]");
     expect(events.find((e) => e.type === "verdict")!.data.verdict).toBe("supported");
 
     // The model saw the tail_file output; the tools it was offered follow the gate (NORMAL: no restart_service).
@@ -129,12 +132,31 @@ describe("a session with a model", () => {
     // The verifier saw report and evidence, and no tools.
     const verifier = model.requests.slice(before).find((r) => r.body.response_format?.json_schema?.name === "verdict")!;
     expect(verifier.body.tools).toBeUndefined();
-    expect(JSON.stringify(verifier.body.messages)).toContain("tail_file on agent-edge ok");
+    expect(JSON.stringify(verifier.body.messages)).toContain("[2] tail_file on agent-edge ok");
+    // Guidance is never evidence: the verifier is not given the playbook.
+    expect(JSON.stringify(verifier.body.messages)).not.toContain("read_skill");
+    expect(JSON.stringify(verifier.body.messages)).not.toContain("## Report format");
 
     const sessionId = events[0].data.sessionId;
     await m.audit.flush();
     const rows = (await m.audit.list({ sessionId })).map((r) => `${r.toolName}|${r.callerUserId}|${r.callerRole}`);
+    // Still a real, audited call; the session counts only the two evidence calls.
     expect(rows).toEqual(["read_skill|0|system", "host_load|0|system", "tail_file|0|system"]);
+    const stored = (await m.database.db.execute(`select tool_calls from agent_sessions where id = '${sessionId}'` as never)) as any;
+    expect(((stored.rows ?? stored) as Array<{ tool_calls: number }>)[0].tool_calls).toBe(2);
+  });
+
+  it("a report that cites only the playbook fails verification without asking the verifier model", async () => {
+    use(script({ turns: [{ content: "# Report\n\nThe playbook says workers die when memory is low [1], so memory is low." }] }));
+    const before = model.requests.length;
+    const events = await diagnose(await makeUser(m, "gwen", "operator"), "app on agent-edge is slow, workers die");
+    expect(events.filter((e) => e.type === "tool_call")).toHaveLength(0);
+    expect(events.filter((e) => e.type === "guidance")).toHaveLength(1);
+    const verdict = events.find((e) => e.type === "verdict")!.data;
+    expect(verdict.verdict).toBe("unsupported_claims");
+    expect(verdict.unsupported[0]).toMatch(/no evidence tool ran/);
+    expect(model.requests.slice(before).some((r) => r.body.response_format?.json_schema?.name === "verdict")).toBe(false);
+    expect(events.at(-1)!.data.status).toBe("done");
   });
 
   it("refuses a tool the model was not offered and feeds the refusal back; a repeated identical call is answered once", async () => {
@@ -149,7 +171,7 @@ describe("a session with a model", () => {
     const before = model.requests.length;
     const events = await diagnose(await makeUser(m, "omar", "operator"), "host is slow");
     const results = events.filter((e) => e.type === "tool_result");
-    expect(results.map((e) => `${e.data.tool}:${e.data.success}:${e.data.deduped}`)).toEqual(["read_skill:true:false", "restart_service:false:false", "host_load:true:false", "host_load:true:true"]);
+    expect(results.map((e) => `${e.data.step}:${e.data.tool}:${e.data.success}:${e.data.deduped}`)).toEqual(["1:restart_service:false:false", "2:host_load:true:false", "3:host_load:true:true"]);
     const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);
     const fed = exec[1].body.messages.filter((x: any) => x.role === "tool").map((x: any) => JSON.parse(x.content));
     expect(fed.at(-1)).toMatchObject({ success: false, error: { code: "permission_denied", message: 'tool "restart_service" was not offered to this session' } });
@@ -198,7 +220,7 @@ describe("a session with a model", () => {
         { toolCalls: [{ name: "load_tools", arguments: { names: ["tail_file", "restart_service", "no_such_tool"] } }] },
         { toolCalls: [{ name: "load_tools", arguments: { names: ["restart_service"] } }, { name: "load_tools", arguments: { names: "tail_file" } }] },
         { toolCalls: [{ name: "tail_file", arguments: { edge_id: "agent-edge", path: logFile, lines: 5 } }] },
-        { content: "# Report\n\nWorker 3 ran out of memory [2]." },
+        { content: "# Report\n\nWorker 3 ran out of memory [1]." },
       ],
     }));
     const before = model.requests.length;
@@ -276,7 +298,7 @@ describe("a session with a model", () => {
     const planner = model.requests.slice(before).find((r) => r.body.response_format?.json_schema?.name === "diagnosis_plan")!.body;
     expect(Object.keys(planner.response_format.json_schema.schema.properties)).toEqual(["reason", "plan"]);
     expect(JSON.stringify(planner.messages)).toContain("Playbook: host_resource_diagnosis: ");
-    expect(events.find((e) => e.type === "tool_call")!.data.args).toEqual({ skill_name: "host_resource_diagnosis" });
+    expect(events.find((e) => e.type === "guidance")!.data.args).toEqual({ skill_name: "host_resource_diagnosis" });
   });
 
   it("refuses an edge that is not online in reach before anything runs", async () => {
@@ -295,7 +317,7 @@ describe("a session with a model", () => {
     const run = (async () => {
       for await (const ev of client.diagnose({ text: "host is slow", edgeId: "agent-edge" }, { signal: abort.signal })) {
         if (ev.type === "session") sessionId = ev.sessionId;
-        if (ev.type === "tool_result") abort.abort(); // after read_skill, while the executor waits on the model
+        if (ev.type === "guidance") abort.abort(); // after read_skill, while the executor waits on the model
       }
     })().catch(() => {});
     await run;
@@ -318,7 +340,7 @@ describe("a session with a model", () => {
   });
 
   it("a 5 MB log reaches the model only in the condensed form", async () => {
-    use(script({ turns: [{ toolCalls: [{ name: "tail_file", arguments: { edge_id: "agent-edge", path: bigLog, lines: 5000 } }] }, { content: "# Report\n\nDisk quota [2]." }] }));
+    use(script({ turns: [{ toolCalls: [{ name: "tail_file", arguments: { edge_id: "agent-edge", path: bigLog, lines: 5000 } }] }, { content: "# Report\n\nDisk quota [1]." }] }));
     const before = model.requests.length;
     const events = await diagnose(await makeUser(m, "olaf", "operator"), "app log is huge, what failed?");
     const result = events.find((e) => e.type === "tool_result" && e.data.tool === "tail_file")!.data;
@@ -342,7 +364,7 @@ describe("approvals and bounds", () => {
     script({
       route: { json: { is_oncall: true, skill_name: "cache_ops", confidence: 0.9, reason: "cache" } },
       plan: { json: { reason: "cache", plan: ["flush"] } },
-      turns: [{ toolCalls: [{ name: "cache_flush", arguments: {} }] }, { content: "# Report\n\nFlush requested [2]." }],
+      turns: [{ toolCalls: [{ name: "cache_flush", arguments: {} }] }, { content: "# Report\n\nFlush requested [1]." }],
     });
 
   it("without waiting, the model is told a mutating call is pending and has not run", async () => {

@@ -252,7 +252,12 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     await page.locator('ol.trace > li[data-kind="done"]').waitFor({ timeout: 45_000 });
 
     const order = await kinds(page);
-    expect(order).toEqual(["session", "route", "plan", "tool_call", "tool_result", "tool_call", "tool_result", "tool_call", "tool_result", "report", "verdict", "done"]);
+    // The playbook read is guidance (I4): its own item, no step number, marked as not evidence.
+    expect(order).toEqual(["session", "route", "plan", "guidance", "tool_call", "tool_result", "tool_call", "tool_result", "report", "verdict", "done"]);
+    const guidance = page.locator('li[data-kind="guidance"]');
+    expect(await guidance.textContent()).toContain("network_diagnosis");
+    expect(await guidance.textContent()).toContain("not evidence");
+    expect(await guidance.textContent()).not.toMatch(/step \d/);
     const route = page.locator('li[data-kind="route"]');
     expect(await route.textContent()).toContain("network_diagnosis");
     expect(await route.textContent()).toMatch(/by the model \(console-test-model\)/);
@@ -272,7 +277,7 @@ describeInBrowser("web console: playbooks and diagnosis", () => {
     expect(await result.textContent()).not.toContain('"success"');
     const again = traceItem(page, "tool_result", "probe_http").nth(1);
     expect(await again.textContent()).toContain("answered from cache");
-    expect(await again.textContent()).toContain("[answered from step 2");
+    expect(await again.textContent()).toContain("[answered from step 1");
     expect(webHits).toBe(hitsBefore + 1);
     // what the page shows is what the model was given back
     const exec = model.requests.slice(before).filter((r) => Array.isArray(r.body.tools) && r.body.tools.length > 0);

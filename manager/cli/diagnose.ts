@@ -18,6 +18,8 @@ function progress(type: string, d: Record<string, any>): string | undefined {
       return `[${d.step}] ${d.tool} ${JSON.stringify(d.args)}`;
     case "tool_result":
       return `[${d.step}] ${d.tool}: ${d.pendingApproval ? `waiting for approval ${d.pendingApproval}` : d.success ? "ok" : "failed"}${d.deduped ? " (deduplicated)" : ""}`;
+    case "guidance":
+      return `guidance: ${d.tool} ${JSON.stringify(d.args)} ${d.success ? "read" : "failed"} (audit #${d.auditSeq}; not evidence)`;
     case "skipped":
       return `skipped ${d.tool}: ${d.reason}`;
     case "verdict":

@@ -25,7 +25,7 @@ import { metered, type ModelClient, type ModelUsage } from "../llm.ts";
 import { runPlanner } from "./planner.ts";
 import { runExecutor } from "./executor.ts";
 import { runVerifier } from "./verifier.ts";
-import { toolResultEvent, type AgentEvent, type AgentLimits } from "./events.ts";
+import { guidanceEvent, toolResultEvent, type AgentEvent, type AgentLimits } from "./events.ts";
 import type { RouteDecision, Router } from "../router/router.ts";
 import type { SessionStore } from "./store.ts";
 import { bridgeTools } from "../bridge/tools.ts";
@@ -186,6 +186,10 @@ export function createAgent(deps: AgentDeps) {
           continue;
         }
         const args = host ? { edge_id: edgeId, ...filled.args } : filled.args;
+        if (evidence.isGuidance(step.tool)) {
+          yield guidanceEvent(await evidence.call(step.tool, JSON.stringify(args)));
+          continue;
+        }
         yield { type: "tool_call", step: evidence.items().length + 1, tool: step.tool, args };
         const item = await evidence.call(step.tool, JSON.stringify(args));
         yield toolResultEvent(item);

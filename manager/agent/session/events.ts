@@ -11,6 +11,7 @@ export type AgentEvent =
   | { type: "plan"; source: "planner" | "fallback_plan" | "fallback_steps" | "replan"; steps: string[]; reason: string }
   | { type: "tool_call"; step: number; tool: string; args: unknown }
   | { type: "tool_result"; step: number; tool: string; success: boolean; content: string; deduped: boolean; auditSeq: number; pendingApproval?: string }
+  | { type: "guidance"; tool: string; args: unknown; success: boolean; content: string; auditSeq: number }
   | { type: "skipped"; tool: string; reason: string }
   | { type: "report"; path: "model" | "fallback"; markdown: string }
   | { type: "verdict"; verdict: string; unsupported: string[]; notes: string }
@@ -22,6 +23,11 @@ export interface AgentLimits {
   maxDurationMs: number;
   /** How the executor lists its tools (agent.tool_list, whose default is on_demand); unset: full. */
   toolList?: ToolListMode;
+}
+
+/** A guidance event (read_skill): audited like any call, but not evidence and not a numbered step. */
+export function guidanceEvent(item: EvidenceItem): AgentEvent {
+  return { type: "guidance", tool: item.tool, args: item.args, success: item.success, content: item.content, auditSeq: item.auditSeq };
 }
 
 /** A tool_result event from an evidence item. */

@@ -1,7 +1,9 @@
 /**
- * The evidence a session gathered: every tool call, its result as the model saw it, and the
- * dedupe of identical calls (J5: same key + edge + params within a session answers from the
- * first result, marked so).
+ * The evidence a session gathered: every evidence tool call, its result as the model saw it, and
+ * the dedupe of identical calls (J5: same key + edge + params within a session answers from the
+ * first result, marked so). Guidance calls (read_skill, any tool of category "guidance") run
+ * through the same gate and audit log but are kept apart (I4): they are never an evidence item,
+ * never numbered [n], never counted as a tool call of the session, never cited.
  */
 import { redact } from "../../../skill/redact.ts";
 import { canonicalJson } from "../../../skill/canonical.ts";
@@ -10,7 +12,7 @@ import type { Caller } from "../../identity/caller.ts";
 import type { PermissionMode } from "../../calls/gate.ts";
 import { callTool, type ToolCallOutput } from "../bridge/call.ts";
 import type { BridgedTool } from "../bridge/tools.ts";
-import { GUIDANCE_CATEGORY } from "../../skills/builtin/read-skill.ts";
+import { isEvidenceTool } from "../../skills/builtin/read-skill.ts";
 
 /** Tool outputs longer than this reach the model condensed. */
 export const CONDENSE_ABOVE_CHARS = 4000;
@@ -29,6 +31,8 @@ export interface EvidenceItem {
   /** Answered from an earlier identical call. */
   deduped: boolean;
   pendingApproval?: string;
+  /** A guidance call (read_skill): not evidence, no step number (0), never cited. */
+  guidance?: true;
 }
 
 /** Condenses a long tool message; the identity when short. */
@@ -47,9 +51,20 @@ export function createEvidence(o: {
   waitForApproval?: boolean;
 }) {
   const items: EvidenceItem[] = [];
+  const guidanceReads: EvidenceItem[] = [];
   const seen = new Map<string, EvidenceItem>();
 
-  /** Runs (or answers from an identical earlier call) one tool call given as name + JSON arguments. */
+  /** True when `name` is an offered guidance tool (read_skill): its result is not evidence. */
+  const isGuidance = (name: string): boolean => {
+    const meta = o.offered.get(name)?.skill.meta;
+    return meta !== undefined && !isEvidenceTool(meta);
+  };
+
+  /**
+   * Runs (or answers from an identical earlier call) one tool call given as name + JSON
+   * arguments. An evidence call becomes the next numbered item; a guidance call is recorded
+   * apart with step 0.
+   */
   async function call(name: string, argumentsJson: string): Promise<EvidenceItem> {
     let parsed: unknown;
     try {
@@ -59,7 +74,9 @@ export function createEvidence(o: {
     }
     const edgeId = parsed && typeof parsed === "object" && typeof (parsed as Record<string, unknown>).edge_id === "string" ? String((parsed as Record<string, unknown>).edge_id) : "";
     const key = parsed === undefined ? undefined : `${name}\u0000${canonicalJson(parsed)}`;
+    const guidance = isGuidance(name);
     const earlier = key ? seen.get(key) : undefined;
+    if (earlier && earlier.success && guidance) return earlier;
     if (earlier && earlier.success) {
       const item: EvidenceItem = { ...earlier, step: items.length + 1, deduped: true, content: `${earlier.content}\n[answered from step ${earlier.step}: an identical call (same tool, edge and params) in this session]` };
       items.push(item);
@@ -67,10 +84,9 @@ export function createEvidence(o: {
     }
     const out: ToolCallOutput = await callTool(o.dispatcher, o.user, o.offered, { name, argumentsJson, sessionId: o.sessionId, mode: o.mode, playbook: o.playbook, signal: o.signal, waitForApproval: o.waitForApproval });
     // Guidance (read_skill's playbook) is read whole; evidence is condensed when long.
-    const guidance = o.offered.get(name)?.skill.meta.category === GUIDANCE_CATEGORY;
     const content = !guidance && out.content.length > CONDENSE_ABOVE_CHARS ? await o.condense(out.content) : out.content;
     const item: EvidenceItem = {
-      step: items.length + 1,
+      step: guidance ? 0 : items.length + 1,
       tool: name,
       edgeId,
       // What the report and the console show: secrets masked (the call was made with them whole).
@@ -80,13 +96,34 @@ export function createEvidence(o: {
       auditSeq: out.auditSeq,
       deduped: false,
       ...(out.approval && !out.result ? { pendingApproval: out.approval.id } : {}),
+      ...(guidance ? { guidance: true as const } : {}),
     };
-    items.push(item);
+    (guidance ? guidanceReads : items).push(item);
     if (key) seen.set(key, item);
     return item;
   }
 
-  return { call, items: () => items as readonly EvidenceItem[] };
+  return {
+    call,
+    isGuidance,
+    /** The evidence items, numbered from 1: what reports cite and the verifier reads. */
+    items: () => items as readonly EvidenceItem[],
+    /** The guidance calls (read_skill), apart from the evidence. */
+    guidance: () => guidanceReads as readonly EvidenceItem[],
+  };
+}
+
+/** The step numbers a report cites: [3], [1, 2], [2-4], [1][3]; bounded so that a hostile report cannot blow it up. */
+export function citedSteps(report: string): Set<number> {
+  const out = new Set<number>();
+  for (const m of report.matchAll(/\[(\s*\d{1,4}\s*(?:[-–,]\s*\d{1,4}\s*){0,20})\]/g)) {
+    for (const part of m[1].split(",")) {
+      const [a, b] = part.split(/[-–]/).map((x) => Number(x.trim()));
+      if (b === undefined) out.add(a);
+      else for (let n = Math.min(a, b); n <= Math.max(a, b) && n - Math.min(a, b) < 100; n++) out.add(n);
+    }
+  }
+  return out;
 }
 
 /** The evidence as the verifier and the report read it. */

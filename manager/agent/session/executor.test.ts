@@ -10,28 +10,34 @@ import { createModelClient, type ModelClient } from "../llm.ts";
 import type { AgentEvent, AgentLimits } from "./events.ts";
 import type { EvidenceItem } from "./evidence.ts";
 import { runExecutor, UPDATE_PLAN, type ExecutorInput } from "./executor.ts";
+import { GUIDANCE_CATEGORY } from "../../skills/builtin/read-skill.ts";
 
 const log = pino({ level: "silent" });
 const PLAYBOOK_BODY = "## Recommended tool order\nhost_load first.";
 
-function tool(key: string, scope: "host" | "manager" = "host"): BridgedTool {
+function tool(key: string, scope: "host" | "manager" = "host", category?: string): BridgedTool {
   const skill = buildSkill(
-    defineSkill({ key, name: key, description: `The ${key} tool. More words.`, class: "safe", scope, params: {}, async execute() { return {}; } }) as SkillDefinition,
+    defineSkill({ key, name: key, description: `The ${key} tool. More words.`, class: "safe", scope, ...(category ? { category } : {}), params: {}, async execute() { return {}; } }) as SkillDefinition,
   );
   return { tool: toFunctionTool(skill, scope === "host" ? ["e1"] : []), skill, edgeIds: scope === "host" ? ["e1"] : [], behavior: "allow" };
 }
 
 /** The tools this session may use (restart_service, say, is not among them: the gate left it out). */
-const offered = new Map([tool("host_load"), tool("tail_file"), tool("host_processes"), tool("read_skill", "manager")].map((t) => [t.skill.meta.key, t] as const));
+const offered = new Map([tool("host_load"), tool("tail_file"), tool("host_processes"), tool("read_skill", "manager", GUIDANCE_CATEGORY)].map((t) => [t.skill.meta.key, t] as const));
 
-/** Evidence that answers every call itself, recording what was called. */
+/** Evidence that answers every call itself, recording what was called (guidance apart, as createEvidence keeps it). */
 function fakeEvidence() {
   const items: EvidenceItem[] = [];
+  const guidance: EvidenceItem[] = [];
+  const isGuidance = (name: string) => offered.get(name)?.skill.meta.category === GUIDANCE_CATEGORY;
   return {
     items: () => items as readonly EvidenceItem[],
+    guidance: () => guidance as readonly EvidenceItem[],
+    isGuidance,
     async call(name: string, argumentsJson: string): Promise<EvidenceItem> {
-      const item: EvidenceItem = { step: items.length + 1, tool: name, edgeId: "", args: JSON.parse(argumentsJson), success: true, content: name === "read_skill" ? PLAYBOOK_BODY : `${name} output`, auditSeq: items.length + 1, deduped: false };
-      items.push(item);
+      const g = isGuidance(name);
+      const item: EvidenceItem = { step: g ? 0 : items.length + 1, tool: name, edgeId: "", args: JSON.parse(argumentsJson), success: true, content: name === "read_skill" ? PLAYBOOK_BODY : `${name} output`, auditSeq: items.length + guidance.length + 1, deduped: false, ...(g ? { guidance: true as const } : {}) };
+      (g ? guidance : items).push(item);
       return item;
     },
   };
@@ -73,7 +79,7 @@ async function run(limits: Partial<AgentLimits>, over: Partial<ExecutorInput> = 
 
 describe("runExecutor", () => {
   it("agent.tool_list full: every request lists the tools the session may use, and update_plan, and nothing else", async () => {
-    server.push({ toolCalls: [{ name: "host_load", arguments: { edge_id: "e1" } }] }, { content: "# Report\n\nLoad is high [2]." });
+    server.push({ toolCalls: [{ name: "host_load", arguments: { edge_id: "e1" } }] }, { content: "# Report\n\nLoad is high [1]." });
     const { events, evidence } = await run({ toolList: "full" });
     expect(server.requests).toHaveLength(2);
     for (const { body } of server.requests) {
@@ -88,9 +94,13 @@ describe("runExecutor", () => {
     expect(first[0].content).toContain("Plan:\n1. check host_load\n2. read the app log");
     expect(first[0].content).toContain('Host tools run on edge_id "e1"');
     expect(first.at(-1)).toEqual({ role: "tool", tool_call_id: "call_read_skill", content: PLAYBOOK_BODY });
-    expect(evidence.items().map((e) => `${e.tool} ${JSON.stringify(e.args)}`)).toEqual(['read_skill {"skill_name":"host_resource_diagnosis"}', 'host_load {"edge_id":"e1"}']);
-    expect(events.map((e) => e.type)).toEqual(["tool_call", "tool_result", "tool_call", "tool_result", "report"]);
-    expect(events.at(-1)).toEqual({ type: "report", path: "model", markdown: "# Report\n\nLoad is high [2]." });
+    // Guidance, not evidence (I4): the playbook read is no evidence item and no numbered step.
+    expect(evidence.guidance().map((e) => `${e.tool} ${JSON.stringify(e.args)}`)).toEqual(['read_skill {"skill_name":"host_resource_diagnosis"}']);
+    expect(evidence.items().map((e) => `${e.step} ${e.tool} ${JSON.stringify(e.args)}`)).toEqual(['1 host_load {"edge_id":"e1"}']);
+    expect(events.map((e) => e.type)).toEqual(["guidance", "tool_call", "tool_result", "report"]);
+    expect(events[0]).toMatchObject({ type: "guidance", tool: "read_skill", args: { skill_name: "host_resource_diagnosis" }, success: true });
+    expect(events[1]).toMatchObject({ type: "tool_call", step: 1, tool: "host_load" });
+    expect(events.at(-1)).toEqual({ type: "report", path: "model", markdown: "# Report\n\nLoad is high [1]." });
   });
 
   it("agent.tool_list on_demand: the tools the plan names in full, every other tool of the session in load_tools's catalogue", async () => {
@@ -119,6 +129,24 @@ describe("runExecutor", () => {
     expect(server.requests[1].body).not.toHaveProperty("tools");
     const report = events.at(-1) as Extract<AgentEvent, { type: "report" }>;
     expect(report.markdown).toMatch(/^# Diagnosis report\n\nThe session stopped before a report: the model failed \(http_error\)\./);
-    expect(report.markdown).toContain("[1] read_skill ok");
+    // The evidence-only report holds no guidance: nothing ran but the playbook read.
+    expect(report.markdown).not.toContain("read_skill");
+  });
+
+  it("guidance the model asks for is audited and given whole but never counts against agent.max_steps nor becomes a step", async () => {
+    server.push(
+      { toolCalls: [{ name: "read_skill", arguments: { skill_name: "network_diagnosis" } }, { name: "host_load", arguments: { edge_id: "e1" } }] },
+      { toolCalls: [{ name: "read_skill", arguments: { skill_name: "generic_oncall" } }, { name: "tail_file", arguments: { edge_id: "e1" } }] },
+      { content: "# Report\n\nLoad [1], log [2]." },
+    );
+    const { events, evidence } = await run({ toolList: "full", maxSteps: 2 });
+    // Two evidence calls fill a budget of 2; the two extra playbook reads did not use it up.
+    expect(evidence.items().map((e) => `${e.step} ${e.tool}`)).toEqual(["1 host_load", "2 tail_file"]);
+    expect(evidence.guidance().map((e) => (e.args as { skill_name: string }).skill_name)).toEqual(["host_resource_diagnosis", "network_diagnosis", "generic_oncall"]);
+    expect(events.filter((e) => e.type === "tool_call").map((e) => (e as { step: number }).step)).toEqual([1, 2]);
+    expect(events.filter((e) => e.type === "guidance")).toHaveLength(3);
+    const fed = server.requests[1].body.messages.filter((m: any) => m.role === "tool").map((m: any) => m.content);
+    expect(fed).toEqual([PLAYBOOK_BODY, PLAYBOOK_BODY, "host_load output"]);
+    expect(events.at(-1)).toMatchObject({ type: "report", markdown: "# Report\n\nLoad [1], log [2]." });
   });
 });

@@ -6,7 +6,7 @@
  */
 import { redact } from "../../../skill/redact.ts";
 import type { Logger } from "pino";
-import { toolResultEvent, failureOf, type AgentEvent, type AgentLimits } from "./events.ts";
+import { guidanceEvent, toolResultEvent, failureOf, type AgentEvent, type AgentLimits } from "./events.ts";
 import { evidenceText, type createEvidence } from "./evidence.ts";
 import type { ChatMessage, ModelClient } from "../llm.ts";
 import { executorTools, LOAD_TOOLS, MAX_LOAD, toolsNamedIn, type BridgedTool, type FunctionTool } from "../bridge/tools.ts";
@@ -22,7 +22,7 @@ export interface ExecutorInput {
   steps: string[];
   edgeId?: string;
   offered: ReadonlyMap<string, BridgedTool>;
-  evidence: Pick<ReturnType<typeof createEvidence>, "call" | "items">;
+  evidence: Pick<ReturnType<typeof createEvidence>, "call" | "items" | "isGuidance">;
   limits: AgentLimits;
   deadline: number;
   signal?: AbortSignal;
@@ -95,17 +95,17 @@ export async function* runExecutor(o: ExecutorInput): AsyncGenerator<AgentEvent>
         `Playbook: ${o.playbook}. Follow its recommended tool order and stop conditions.`,
         o.edgeId ? `Host tools run on edge_id "${o.edgeId}" unless the incident names another edge.` : "No edge is selected: use manager tools, or host tools on an edge the tool lists.",
         ...(onDemand ? [`Tools not loaded yet are listed in ${LOAD_TOOLS}: load the ones you will call (several at once), then call them with the parameters their definitions give.`] : []),
-        `At most ${o.limits.maxSteps} tool calls. Never invent output: cite only what a tool returned, by step number [n]. If a tool fails, say so. Long outputs reach you condensed.`,
+        `At most ${o.limits.maxSteps} tool calls. Never invent output: cite only what a tool returned, by step number [n] (your first evidence call is [1]). A playbook (read_skill) is guidance, not evidence: never cite it. If a tool fails, say so. Long outputs reach you condensed.`,
         "When done, answer without tool calls with the report in Markdown: Summary, Evidence (with [n]), Root cause and confidence, Next actions, Not checked.",
         `Plan:\n${steps.map((s, i) => `${i + 1}. ${s}`).join("\n")}`,
       ].join("\n"),
     },
     { role: "user", content: `Incident:\n<<<\n${o.text}\n>>>` },
   ];
-  // The playbook first: a real, audited read_skill call whose body reaches the model whole.
+  // The playbook first: a real, audited read_skill call whose body reaches the model whole. It is
+  // guidance, not evidence: no step number, not counted against agent.max_steps, never cited.
   const read = await o.evidence.call("read_skill", JSON.stringify({ skill_name: o.playbook }));
-  yield { type: "tool_call", step: read.step, tool: "read_skill", args: { skill_name: o.playbook } };
-  yield toolResultEvent(read);
+  yield guidanceEvent(read);
   messages.push({ role: "assistant", content: null, tool_calls: [{ id: "call_read_skill", name: "read_skill", arguments: JSON.stringify({ skill_name: o.playbook }) }] }, { role: "tool", tool_call_id: "call_read_skill", content: read.content });
 
   let report = "";
@@ -158,6 +158,13 @@ export async function* runExecutor(o: ExecutorInput): AsyncGenerator<AgentEvent>
         if (onDemand) for (const k of toolsNamedIn(steps.join("\n"), o.offered)) loaded.add(k);
         yield { type: "plan", source: "replan", steps, reason: typeof next.reason === "string" ? next.reason.slice(0, 300) : "" };
         messages.push({ role: "tool", tool_call_id: tc.id, content: JSON.stringify({ success: true, output: { plan: steps } }) });
+        continue;
+      }
+      if (o.evidence.isGuidance(tc.name)) {
+        // Guidance the model asked for (another playbook): audited, given whole, not a step.
+        const item = await o.evidence.call(tc.name, tc.arguments);
+        yield guidanceEvent(item);
+        messages.push({ role: "tool", tool_call_id: tc.id, content: item.content });
         continue;
       }
       calls++;

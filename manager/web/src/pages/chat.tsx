@@ -363,14 +363,22 @@ function EventView(props: { ev: TraceEvent; calls: Map<number, JsonObject> }) {
               Request <code>{pending}</code> waits for an approver; the call has not run. <Link to="/approvals">Open approvals</Link>
             </div>
           ) : null}
-          {tool === "read_skill" ? (
-            <details>
-              <summary>The playbook as the model read it ({content.length} characters)</summary>
-              {body}
-            </details>
-          ) : (
-            body
-          )}
+          {body}
+        </>
+      );
+    }
+    case "guidance": {
+      const content = str(data.content);
+      return (
+        <>
+          <Kind>guidance</Kind> <code className="tool">{str(data.tool)}</code> <code>{str(obj(data.args).skill_name)}</code>{" "}
+          {data.success === true ? <Chip kind="online">read</Chip> : <Chip kind="class-dangerous">failed</Chip>}{" "}
+          <Chip title="A playbook tells the agent what to check; it is not evidence, has no step number and is never cited">not evidence</Chip>{" "}
+          {num(data.auditSeq) ? <span className="muted">audit #{num(data.auditSeq)}</span> : null}
+          <details>
+            <summary>The playbook as the model read it ({content.length} characters)</summary>
+            <ToolContent content={content} />
+          </details>
         </>
       );
     }
