@@ -450,6 +450,15 @@ describe("offline", () => {
       expect(secret.code, secret.stderr).toBe(0);
       expect(secret.stdout).not.toContain("abcdef1234567890");
       expect(secret.stdout).toMatch(/"type":"skipped","tool":"probe_http","reason":"the input names no \{\{url\}\}"/);
+      // An IP literal: the network playbook's probe_dns step is skipped (when: host: name), never recorded as NXDOMAIN.
+      const ip = await runOngrid(["diagnose", "--json", "--manager", off.url, "ProbeFailed: connection refused to http://127.0.0.1:9/health"], { ONGRID_TOKEN: off.adminToken });
+      expect(ip.code, ip.stderr).toBe(0);
+      const ipEvents = ip.stdout.trim().split("\n").map((l) => JSON.parse(l));
+      expect(ipEvents.find((e) => e.type === "route").decision.skillName).toBe("network_diagnosis");
+      expect(ipEvents.filter((e) => e.type === "tool_call").map((e) => e.tool)).not.toContain("probe_dns");
+      expect(ipEvents.find((e) => e.type === "skipped" && e.tool === "probe_dns").reason).toBe("{{host}} is the IP literal 127.0.0.1: there is no name to resolve (when: host: name)");
+      expect(ipEvents.filter((e) => e.type === "tool_call").map((e) => e.tool)).toEqual(expect.arrayContaining(["probe_tcp", "probe_http"]));
+      expect(ipEvents.find((e) => e.type === "report").markdown).not.toContain("NXDOMAIN");
     } finally {
       await offEdge.stop();
       await off.stop();

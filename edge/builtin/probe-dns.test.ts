@@ -114,6 +114,18 @@ describe("probe_dns", () => {
     expect(r.output).toMatchObject({ name: "192.0.2.10", query_name: "10.2.0.192.in-addr.arpa", records: [{ name: "web.test" }] });
   });
 
+  it("does not query for an IP literal (A or AAAA), which would answer NXDOMAIN, and says so", async () => {
+    const before = dns.questions.length;
+    for (const [name, type] of [["127.0.0.1", "A"], ["::1", "AAAA"], ["[fd00::1]", "A"]] as const) {
+      const r = await run({ name, type, resolver });
+      expect(r.success).toBe(true);
+      expect(r.output).toMatchObject({ name, type, ip_literal: true, records: [] });
+      expect(r.output).not.toHaveProperty("rcode");
+      expect((r.output as { note: string }).note).toMatch(/IP literal: it needs no resolution, so no DNS query was made/);
+    }
+    expect(dns.questions.length).toBe(before);
+  });
+
   it("answers NXDOMAIN, no data and SERVFAIL as successful probes with empty records and the rcode", async () => {
     const nx = await run({ name: "missing.test", resolver });
     expect(nx.success).toBe(true);

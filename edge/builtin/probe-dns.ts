@@ -84,6 +84,16 @@ export default defineSkill({
     const name = params.name.startsWith("[") && params.name.endsWith("]") ? params.name.slice(1, -1) : params.name;
     const queryName = params.type === "PTR" ? reverseName(name) : name;
     const server = params.resolver !== undefined ? parseResolver(params.resolver) : undefined;
+    if (params.type !== "PTR" && net.isIP(name) !== 0) {
+      // An IP literal is not a name: a query would answer NXDOMAIN, which reads as "the name does not resolve".
+      return {
+        name: params.name,
+        type: params.type,
+        ip_literal: true,
+        records: [],
+        note: `${name} is an IP literal: it needs no resolution, so no DNS query was made; ask type PTR for its reverse name, or probe_tcp/probe_http it directly`,
+      };
+    }
     const timeoutMs = parseDuration(params.timeout);
     const resolver = new Resolver({ timeout: timeoutMs, tries: 1 });
     if (server) resolver.setServers([server]);

@@ -107,6 +107,18 @@ fallback_steps:
     expect(errors(r.problems)).toEqual(['fallback_steps[0].args.headers[0]|placeholder|{{token}} is not a placeholder; use one of {{url}}, {{host}}, {{port}}, {{unit}}, {{path}}']);
   });
 
+  test("a fallback step's when: placeholder kinds are read, and anything else is refused naming the field and rule", () => {
+    const ok = parse(doc('name: a\ndescription: d\nfallback_steps:\n  - tool: probe_dns\n    args: { name: "{{host}}" }\n    when: { host: name }'));
+    expect(errors(ok.problems)).toEqual([]);
+    expect(ok.playbook!.fallbackSteps[0]).toEqual({ tool: "probe_dns", args: { name: "{{host}}" }, when: { host: "name" } });
+    const badKind = parse(doc('name: a\ndescription: d\nfallback_steps:\n  - tool: probe_dns\n    when: { host: hostname }'));
+    expect(badKind.playbook).toBeUndefined();
+    expect(errors(badKind.problems).map((l) => l.split("|").slice(0, 2).join("|"))).toEqual(["fallback_steps[0].when.host|enum"]);
+    const badName = parse(doc('name: a\ndescription: d\nfallback_steps:\n  - tool: probe_dns\n    when: { token: ip }'));
+    expect(badName.playbook).toBeUndefined();
+    expect(errors(badName.problems).join()).toContain("fallback_steps[0].when");
+  });
+
   test("an empty body is refused; a body without the expected sections is a warning", () => {
     expect(errors(parse(doc("name: a\ndescription: d", "\n  \n")).problems)).toEqual(["body|required|the Markdown body after the frontmatter is empty; it is the playbook"]);
     const r = parse(doc("name: a\ndescription: d", "## Trigger conditions\nx\n"));

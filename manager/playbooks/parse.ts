@@ -23,11 +23,13 @@ export interface FallbackStep {
   tool: string;
   args: Record<string, unknown>;
   note?: string;
+  /** Run only when each named placeholder's value is of this kind (a host name, or an IP literal). */
+  when?: Partial<Record<(typeof PLACEHOLDERS)[number], "name" | "ip">>;
 }
 
 /** One line per fallback step, as plans show them: `tool {args} — note`. */
 export function describeSteps(steps: readonly FallbackStep[]): string[] {
-  return steps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.note ? ` — ${s.note}` : ""}`);
+  return steps.map((s) => `${s.tool} ${JSON.stringify(s.args)}${s.when ? ` (when ${Object.entries(s.when).map(([k, v]) => `{{${k}}} is ${v === "ip" ? "an IP literal" : "a name"}`).join(", ")})` : ""}${s.note ? ` — ${s.note}` : ""}`);
 }
 
 /** A loaded playbook. */
@@ -168,7 +170,7 @@ export function parsePlaybook(text: string, file: string, source: Playbook["sour
     triggers: m.triggers ?? [],
     allowedTools: [...allowed],
     riskLevel: m.risk_level ?? "low",
-    fallbackSteps: (m.fallback_steps ?? []).map((s: any) => ({ tool: s.tool, args: s.args ?? {}, ...(s.note ? { note: s.note } : {}) })),
+    fallbackSteps: (m.fallback_steps ?? []).map((s: any) => ({ tool: s.tool, args: s.args ?? {}, ...(s.note ? { note: s.note } : {}), ...(s.when ? { when: s.when } : {}) })),
     ...(m.license ? { license: m.license } : {}),
     ...(m.metadata ? { metadata: m.metadata } : {}),
     body,

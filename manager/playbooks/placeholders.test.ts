@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { extractPlaceholders, fillPlaceholders } from "./placeholders.ts";
+import { extractPlaceholders, fillPlaceholders, unmetCondition } from "./placeholders.ts";
 
 describe("fillPlaceholders", () => {
   test("a whole-string placeholder keeps its type; inside a string it becomes text; nested values are filled", () => {
@@ -28,5 +28,18 @@ describe("extractPlaceholders", () => {
 
   test("a unit or file name is not taken for a host", () => {
     expect(extractPlaceholders("docker.service failed, config in app.yaml").host).toBeUndefined();
+  });
+});
+
+describe("unmetCondition", () => {
+  test("holds for a name where a name is wanted, and names the IP literal otherwise", () => {
+    expect(unmetCondition({ host: "name" }, { host: "api.internal" })).toBeUndefined();
+    expect(unmetCondition({ host: "name" }, { host: "127.0.0.1" })).toBe("{{host}} is the IP literal 127.0.0.1: there is no name to resolve (when: host: name)");
+    expect(unmetCondition({ host: "name" }, { host: "[::1]" })).toMatch(/IP literal \[::1\]/);
+    expect(unmetCondition({ host: "ip" }, { host: "db.internal" })).toBe("{{host}} is db.internal, not an IP literal (when: host: ip)");
+    expect(unmetCondition({ host: "ip" }, { host: "10.0.0.2" })).toBeUndefined();
+    // No value: left to fillPlaceholders, which names it missing.
+    expect(unmetCondition({ host: "name" }, {})).toBeUndefined();
+    expect(unmetCondition(undefined, { host: "127.0.0.1" })).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 /** Placeholders in fallback step arguments ({{url}}, {{host}}, {{port}}, {{unit}}, {{path}}) and filling them. */
+import { isIP } from "node:net";
 import type { PLACEHOLDERS } from "./parse.ts";
 
 /** Values for the placeholders; a missing one skips the steps that need it. */
@@ -83,4 +84,20 @@ export function extractPlaceholders(text: string): PlaceholderValues {
   const path = PATH_RE.exec(withoutUrl)?.[1];
   if (path && path.length > 1) out.path = path;
   return out;
+}
+
+/**
+ * Why a step's `when` does not hold for these values (a step of probe_dns with when: {host: name}
+ * and the host 127.0.0.1), or undefined when it holds. A placeholder without a value is left to
+ * fillPlaceholders, which names it as missing.
+ */
+export function unmetCondition(when: Partial<Record<string, "name" | "ip">> | undefined, values: PlaceholderValues): string | undefined {
+  for (const [name, kind] of Object.entries(when ?? {})) {
+    const v = values[name as keyof PlaceholderValues];
+    if (v === undefined || v === "") continue;
+    const ip = isIP(String(v).replace(/^\[|\]$/g, "")) !== 0;
+    if (kind === "name" && ip) return `{{${name}}} is the IP literal ${String(v).slice(0, 64)}: there is no name to resolve (when: ${name}: name)`;
+    if (kind === "ip" && !ip) return `{{${name}}} is ${String(v).slice(0, 64)}, not an IP literal (when: ${name}: ip)`;
+  }
+  return undefined;
 }

@@ -11,7 +11,7 @@ export const PROBE_DNS = defineSkillMeta({
   key: "probe_dns",
   name: "Probe DNS",
   description:
-    "Resolve one name for one record type (A, AAAA, CNAME, MX, TXT, NS, SRV, PTR) from this host, with its DNS servers or a given resolver, and report the records, the response code and the latency. Use when a service name may not resolve, resolves differently on this host, or a resolver may be down. NXDOMAIN, SERVFAIL and REFUSED are answers: they return success with empty records and that rcode; only getting no answer fails (resolver_unreachable, timeout).",
+    "Resolve one name for one record type (A, AAAA, CNAME, MX, TXT, NS, SRV, PTR) from this host, with its DNS servers or a given resolver, and report the records, the response code and the latency. Use when a service name may not resolve, resolves differently on this host, or a resolver may be down. NXDOMAIN, SERVFAIL and REFUSED are answers: they return success with empty records and that rcode; only getting no answer fails (resolver_unreachable, timeout). An IP literal (other than for PTR) is not queried: the answer says ip_literal.",
   class: "safe",
   scope: "host",
   category: "network",

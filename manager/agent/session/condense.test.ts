@@ -1,6 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { truncateOutput } from "../../../skill/truncate.ts";
-import { condense, MAX_SHAPES, type Condensed } from "./condense.ts";
+import hostProcesses from "../../../edge/builtin/host-processes.ts";
+import { runTool } from "../../../test/support/tools.ts";
+import { condense, lineShape, MAX_SHAPES, recordLevel, shapeLevel, type Condensed } from "./condense.ts";
 
 /** Deterministic pseudo-random numbers, so the generated log is the same on every run. */
 function rng(seed: number): () => number {
@@ -230,5 +233,77 @@ describe("condense", () => {
 
   it("holds any maxChars", () => {
     for (const maxChars of [500, 1000, 20_000]) expect(condense(log.text.slice(0, 400_000), { maxChars }).summary.length).toBeLessThanOrEqual(maxChars);
+  });
+});
+
+describe("condense classifies by level fields and log formats, not by words inside command lines (real outputs)", () => {
+  // A real process whose command line is full of words that are not severities.
+  const ARGV = ["-e", "setInterval(() => {}, 1000)", "--", "--suppress-warnings", "--log-level=ERROR", "/var/log/error.log", "error-reporter", "--on-failure=retry", "-XX:OnOutOfMemoryError=kill"];
+  let child: ChildProcess;
+  beforeAll(async () => {
+    child = spawn(process.execPath, ARGV, { stdio: "ignore" });
+    await new Promise((r) => setTimeout(r, 300));
+  });
+  afterAll(() => {
+    child?.kill("SIGKILL");
+  });
+  const mentionsChild = (c: Condensed) => c.patterns.filter((p) => p.example.includes("suppress-warnings") || p.pattern.includes("suppress-warnings"));
+
+  it("host_processes rows (the real skill's JSON in its envelope) are records: info unless a field says otherwise", async () => {
+    const env = await runTool(hostProcesses as never, { sort_by: "mem", limit: 100 });
+    expect(env.success).toBe(true);
+    const rows = (env.output as { processes: Array<{ pid: number; command: string }> }).processes;
+    expect(rows.find((r) => r.pid === child.pid)?.command).toContain("--suppress-warnings");
+    const text = JSON.stringify(env);
+    const c = condense(text, { maxChars: 2000 });
+    // Before, the row read as a warning ("warnings") and an error ("ERROR", "error", "OutOfMemoryError").
+    expect(mentionsChild(c).filter((p) => p.level !== "info")).toEqual([]);
+    expect(c.stats.errorLines).toBe(0);
+    expect(c.stats.warningLines).toBe(0);
+  });
+
+  it("ps output as plain text: flags, paths and compound names are not severities", () => {
+    const ps = spawnSync("ps", ["-eo", "pid,args"], { encoding: "utf8" });
+    expect(ps.status).toBe(0);
+    const line = ps.stdout.split("\n").find((l) => l.includes("--suppress-warnings"))!;
+    expect(line).toBeTruthy();
+    expect(shapeLevel(lineShape(line).shape)).toBe("info");
+  });
+
+  it("Python logging's default format: the level name decides, the message's words do not override it", () => {
+    const py = spawnSync(
+      "python3",
+      ["-c", "import logging,sys\nlogging.basicConfig(stream=sys.stdout, level=logging.INFO, format='%(asctime)s %(levelname)s %(name)s: %(message)s')\nl=logging.getLogger('app')\nl.info('started with --suppress-warnings, 0 errors so far')\nl.warning('disk / is 97%% full')\nl.error('upstream api.internal:8443 answered 502')\nl.info('retry budget reset')\n"],
+      { encoding: "utf8" },
+    );
+    expect(py.status).toBe(0);
+    const levels = py.stdout.trim().split("\n").map((l) => shapeLevel(lineShape(l).shape));
+    expect(levels).toEqual(["info", "warning", "error", "info"]);
+  });
+
+  it("records: level fields, error fields, failed states, non-zero exit codes and HTTP statuses", () => {
+    expect(recordLevel({ pid: 1, command: "app --suppress-warnings --log-level=ERROR" })).toBe("info");
+    expect(recordLevel({ unit: "nginx.service", active_state: "failed" })).toBe("error");
+    expect(recordLevel({ unit: "nginx.service", active_state: "active", description: "error page server" })).toBe("info");
+    expect(recordLevel({ unit: "db.service", active_state: "activating" })).toBe("warning");
+    expect(recordLevel({ exit_code: 1, command: "backup.sh" })).toBe("error");
+    expect(recordLevel({ exit_code: 0, stderr: "warning: deprecated" })).toBe("info");
+    expect(recordLevel({ url: "http://x/errors", status: 503 })).toBe("error");
+    expect(recordLevel({ url: "http://x/", status: 404 })).toBe("warning");
+    expect(recordLevel({ level: "warn", msg: "anything" })).toBe("warning");
+    expect(recordLevel({ priority: 3 })).toBe("error");
+    expect(recordLevel({ error: "" })).toBe("info");
+    expect(recordLevel({ error: "connection refused" })).toBe("error");
+    expect(recordLevel({ success: false })).toBe("error");
+  });
+
+  it("plain log lines still classify by their keywords, and the words of a key=value pair's value count", () => {
+    expect(shapeLevel(lineShape("2026-12-06T03:00:00Z connect() to 10.0.0.2:5432 failed (111: Connection refused)").shape)).toBe("error");
+    expect(shapeLevel(lineShape("java.lang.OutOfMemoryError: Java heap space").shape)).toBe("error");
+    expect(shapeLevel(lineShape("kernel: Out of memory: Killed process 1234 (java)").shape)).toBe("error");
+    expect(shapeLevel(lineShape("ts=2026-12-06T03:00:00Z job=backup status=failed").shape)).toBe("error");
+    expect(shapeLevel(lineShape("ts=2026-12-06T03:00:00Z job=backup error_count=0 status=ok").shape)).toBe("info");
+    expect(shapeLevel(lineShape("upstream timed out (110: Connection timed out) while reading response header").shape)).toBe("error");
+    expect(shapeLevel(lineShape("opened /var/log/app/error.log for append").shape)).toBe("info");
   });
 });

@@ -89,9 +89,11 @@ const LEVEL_WORDS: Readonly<Record<string, Level>> = {
 };
 const PINO_LEVELS: Readonly<Record<string, string>> = { "10": "trace", "20": "debug", "30": "info", "40": "warn", "50": "error", "60": "fatal" };
 const GLOG_LEVEL = /^([IWEF])<n> <n>:<n>:<n>/;
-const KEYED_LEVEL = /\b(?:level|lvl|severity|loglevel|log_level|priority)["']?\s*[=:]\s*["']?([A-Za-z]+)/i;
+// A level field, never a flag's value: "--log-level=ERROR" on a command line is not an error.
+const KEYED_LEVEL = /(?<![-\w.])(?:level|lvl|severity|loglevel|log_level|priority)["']?\s*[=:]\s*["']?([A-Za-z]+)/i;
 const BRACKET_LEVEL = /\[(trace|debug|info|notice|warn|warning|error|err|crit|critical|alert|emerg|fatal)\]/i;
-const WORD_LEVEL = /(?:^|[^A-Za-z0-9_])(TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR|FATAL|CRITICAL|CRIT|PANIC|EMERG|ALERT|SEVERE)(?![A-Za-z0-9_])/;
+// A level word stands alone (log prefixes: "ERROR ", "ERROR:", "[ERROR]", "<ERROR>"), never inside a flag, path or name.
+const WORD_LEVEL = /(?:^|[\s[\](|:,;"'<>])(TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR|FATAL|CRITICAL|CRIT|PANIC|EMERG|ALERT|SEVERE)(?![A-Za-z0-9_=-])/;
 const ERROR_WORDS =
   /\b(?:errors?|err|fatal|panic(?:ked|s)?|exceptions?|traceback|oom(?:[ _-]?kill(?:er|ed)?)?|out of memory|killed|segfault|segmentation fault|core dumped|refused|time ?outs?|timed ?out|failed|failures?|fails?|denied|critical|unreachable|no space left|E(?:CONNREFUSED|CONNRESET|TIMEDOUT|NOSPC|ACCES|HOSTUNREACH))\b|错误|失败|异常|超时/i;
 const ERROR_CAMEL = /[a-z](?:Error|Exception)\b/;
@@ -126,7 +128,40 @@ export function lineShape(line: string): { shape: string; ts?: string } {
   return ts === undefined ? { shape: s } : { shape: s, ts };
 }
 
-/** Level of a shape: an explicit level field or word wins; otherwise error and warning keywords and HTTP status classes. */
+const EDGE_PUNCT = /^["'([{<`]+|["')\]}>`,;:.!?]+$/g;
+const PATH_TOKEN = /^(?:[a-z][a-z0-9+.-]*:\/\/|~?\.{0,2}\/)|^[\w.-]+\/[\w./-]*$/i;
+const COMPOUND = /[A-Za-z0-9][-_.][A-Za-z0-9]/;
+const CLASS_ERROR = /(?:^|\.)[A-Z][A-Za-z0-9]*(?:Error|Exception)$/;
+const KEYWORD_WHOLE = new RegExp(`^(?:${ERROR_WORDS.source}|${WARNING_WORDS.source})$`, "i");
+
+/**
+ * The words of a line that keyword rules may read: a command-line flag (--suppress-warnings,
+ * -XX:OnOutOfMemoryError=…), a path or URL (/var/log/error.log), or a compound name
+ * (error-reporter, error_count, app.errors) says nothing about the line's severity, so it is
+ * left out; of a key=value pair only the value is read (status=failed); a qualified class name
+ * ending in Error or Exception (java.lang.OutOfMemoryError) is kept as what it is.
+ */
+export function keywordText(shape: string): string {
+  const out: string[] = [];
+  for (const raw of shape.split(/\s+/)) {
+    let t = raw.replace(EDGE_PUNCT, "");
+    if (!t) continue;
+    if (/^-{1,2}[A-Za-z]/.test(t) || PATH_TOKEN.test(t)) continue;
+    const eq = t.indexOf("=");
+    if (eq > 0) {
+      t = t.slice(eq + 1).replace(EDGE_PUNCT, "");
+      if (!t || /^-{1,2}[A-Za-z]/.test(t) || PATH_TOKEN.test(t)) continue;
+    }
+    if (COMPOUND.test(t) && !KEYWORD_WHOLE.test(t)) {
+      if (CLASS_ERROR.test(t)) out.push("ClassError");
+      continue;
+    }
+    out.push(t);
+  }
+  return out.join(" ");
+}
+
+/** Level of a shape: an explicit level field or word wins; otherwise error and warning keywords (in the words keywordText keeps) and HTTP status classes. */
 export function shapeLevel(shape: string): Level {
   const head = shape.slice(0, 200);
   const explicit =
@@ -136,9 +171,56 @@ export function shapeLevel(shape: string): Level {
     const level = glog ?? LEVEL_WORDS[explicit.toLowerCase()];
     if (level) return level;
   }
-  if (ERROR_WORDS.test(shape) || ERROR_CAMEL.test(shape) || shape.includes("<5xx>")) return "error";
-  if (WARNING_WORDS.test(shape) || shape.includes("<4xx>")) return "warning";
+  if (shape.includes("<5xx>")) return "error";
+  const words = keywordText(shape);
+  if (ERROR_WORDS.test(words) || ERROR_CAMEL.test(words)) return "error";
+  if (WARNING_WORDS.test(words) || shape.includes("<4xx>")) return "warning";
   return "info";
+}
+
+const ERROR_STATES = /^(?:failed|failure|error|errored|crashed|dead|fatal|oomkilled|crashloopbackoff|imagepullbackoff|errimagepull|unhealthy|down)$/i;
+const WARNING_STATES = /^(?:degraded|warning|warn|pending|activating|deactivating|reloading|unknown|evicted)$/i;
+const ERROR_KEYS = /^(?:error|err|errors|exception|error_message|errormessage|stack|stacktrace|traceback|panic)$/i;
+const STATE_KEYS = /^(?:state|status|active_state|activestate|sub_state|health|result|phase|outcome)$/i;
+const EXIT_KEYS = /^(?:exit_code|exitcode|exit_status|exitstatus|returncode|return_code|rc)$/i;
+const HTTP_KEYS = /^(?:status|status_code|statuscode|http_status|code|response_code)$/i;
+
+/**
+ * The level of a structured record (a JSON object that is not a log message: a process row, a
+ * unit, a probe result), from its fields alone: a level field; an error field with a value;
+ * success/ok false; a state that names a failure; a non-zero exit code; an HTTP status of 5xx or
+ * 4xx. Never from words inside other values (a command line's --suppress-warnings).
+ */
+export function recordLevel(o: Record<string, unknown>): Level {
+  let level: Level = "info";
+  const raise = (l: Level) => {
+    if (l === "error" || (l === "warning" && level === "info")) level = l;
+  };
+  for (const [k, v] of Object.entries(o)) {
+    if (/^(?:level|lvl|severity|loglevel|log_level|priority)$/i.test(k)) {
+      const word = typeof v === "number" ? (PINO_LEVELS[String(v)] ?? (v <= 3 ? "error" : v === 4 ? "warning" : "info")) : typeof v === "string" ? v.toLowerCase() : "";
+      const l = LEVEL_WORDS[word];
+      if (l) return l;
+    } else if (ERROR_KEYS.test(k)) {
+      if ((typeof v === "string" && v.trim() !== "") || (v !== null && typeof v === "object" && Object.keys(v).length > 0) || v === true) raise("error");
+    } else if ((k === "success" || k === "ok") && v === false) {
+      raise("error");
+    } else if (EXIT_KEYS.test(k) && typeof v === "number" && v !== 0) {
+      raise("error");
+    } else if (HTTP_KEYS.test(k) && typeof v === "number" && v >= 400 && v <= 599) {
+      raise(v >= 500 ? "error" : "warning");
+    } else if (STATE_KEYS.test(k) && typeof v === "string") {
+      if (ERROR_STATES.test(v.trim())) raise("error");
+      else if (WARNING_STATES.test(v.trim())) raise("warning");
+    }
+  }
+  return level;
+}
+
+/** The level of a `path=value` field line: by what its key says (a level, an error, a state), never by words in other values. */
+function fieldLevel(path: string, value: unknown): Level {
+  const key = path.slice(path.lastIndexOf(".") + 1).replace(/\[\]$/, "");
+  return recordLevel({ [key]: value });
 }
 
 interface Shape {
@@ -164,6 +246,7 @@ export function condense(text: string, opts: CondenseOptions = {}): Condensed {
   const plain = text.includes("\x1b") ? text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "") : text;
   const json = fromJson(plain);
   const lines = json ? json.lines : splitLines(plain);
+  const levels = json?.levels;
   const focus = opts.focus?.trim() ? compileFocus(opts.focus.trim()) : undefined;
 
   const shapes: Shape[] = [];
@@ -192,15 +275,18 @@ export function condense(text: string, opts: CondenseOptions = {}): Condensed {
       firstTs ??= ts;
       lastTs = ts;
     }
-    let id = index.get(shape);
+    // A record's level comes from its fields (recordLevel), not its text: such lines fold apart from text lines of the same shape.
+    const forced = levels?.[i];
+    const indexKey = forced === undefined ? shape : `${forced}\u0000${shape}`;
+    let id = index.get(indexKey);
     let level: Level;
     if (id !== undefined) {
       level = shapes[id].level;
     } else {
-      level = shapeLevel(shape);
+      level = forced ?? shapeLevel(shape);
       if (shapes.length < MAX_SHAPES && (level !== "info" || infoShapes < MAX_INFO_SHAPES)) {
         id = shapes.push({ key: shape, level, count: 0, example: clip(line.trim(), EXAMPLE_CHARS), firstLine: i }) - 1;
-        index.set(shape, id);
+        index.set(indexKey, id);
         if (level === "info") infoShapes++;
       } else {
         untracked++;
@@ -387,11 +473,19 @@ const LONG_STRING = 200;
 
 interface JsonLines {
   lines: string[];
+  /** The level of a line that came from a structured record or field (by its fields); undefined: read the line. */
+  levels: (Level | undefined)[];
   sources: string[];
   /** Short scalar fields, for the header. */
   fields: string[];
   /** Every scalar field as `path=value`: the lines when there is no log-like content. */
   scalars: string[];
+  scalarLevels: Level[];
+}
+
+function pushLine(out: JsonLines, line: string, level?: Level): void {
+  out.lines.push(line);
+  out.levels.push(level);
 }
 
 /** The log-like content of a JSON text (arrays of strings or of message objects, long strings); undefined when there is none. */
@@ -404,10 +498,10 @@ function fromJson(text: string): JsonLines | undefined {
   } catch {
     return undefined;
   }
-  const out: JsonLines = { lines: [], sources: [], fields: [], scalars: [] };
+  const out: JsonLines = { lines: [], levels: [], sources: [], fields: [], scalars: [], scalarLevels: [] };
   walk(value, "", 0, out);
   if (out.lines.length === 0 && out.scalars.length === 0) return undefined;
-  if (out.lines.length === 0) return { lines: out.scalars, sources: ["every field (path=value)"], fields: [], scalars: [] };
+  if (out.lines.length === 0) return { lines: out.scalars, levels: out.scalarLevels, sources: ["every field (path=value)"], fields: [], scalars: [], scalarLevels: [] };
   return out;
 }
 
@@ -415,7 +509,7 @@ function walk(v: unknown, path: string, depth: number, out: JsonLines): void {
   const name = path || ".";
   if (typeof v === "string") {
     if (v.length <= LONG_STRING && !v.includes("\n")) {
-      scalar(`${name}=${v}`, out);
+      scalar(`${name}=${v}`, out, fieldLevel(name, v));
       return;
     }
     const t = v.trimStart()[0];
@@ -426,7 +520,7 @@ function walk(v: unknown, path: string, depth: number, out: JsonLines): void {
       } catch {
         // JSON text cut by an output cap: its string values are what is left to read.
         const lines = stringLiterals(v);
-        out.lines.push(...lines);
+        for (const l of lines) pushLine(out, l);
         out.sources.push(`${name} (cut JSON, ${lines.length} strings)`);
         return;
       }
@@ -434,32 +528,40 @@ function walk(v: unknown, path: string, depth: number, out: JsonLines): void {
       return;
     }
     const lines = splitLines(v);
-    out.lines.push(...lines);
+    for (const l of lines) pushLine(out, l);
     out.sources.push(`${name} (${lines.length} lines)`);
     return;
   }
   if (Array.isArray(v)) {
     if (v.length === 0) return;
-    const lines = v.map((item) => (typeof item === "string" ? item : isMessage(item) ? messageLine(item) : clip(JSON.stringify(item) ?? "null", SHAPE_INPUT_CHARS)));
-    for (const l of lines) out.lines.push(...(l.includes("\n") ? splitLines(l) : [l]));
+    for (const item of v) {
+      // A log message is read as a log line; any other record (a process row, a unit) by its fields only.
+      const record = item !== null && typeof item === "object" && !Array.isArray(item) && !isMessage(item);
+      const l = typeof item === "string" ? item : isMessage(item) ? messageLine(item) : clip(JSON.stringify(item) ?? "null", SHAPE_INPUT_CHARS);
+      const level = record ? recordLevel(item as Record<string, unknown>) : Array.isArray(item) || typeof item !== "object" || item === null ? (typeof item === "string" ? undefined : "info") : undefined;
+      for (const part of l.includes("\n") ? splitLines(l) : [l]) pushLine(out, part, level);
+    }
     out.sources.push(`${name}[] (${v.length} items)`);
     return;
   }
   if (v !== null && typeof v === "object") {
     if (depth >= 4) {
-      out.lines.push(clip(JSON.stringify(v), SHAPE_INPUT_CHARS));
+      pushLine(out, clip(JSON.stringify(v), SHAPE_INPUT_CHARS), recordLevel(v as Record<string, unknown>));
       out.sources.push(name);
       return;
     }
     for (const [k, child] of Object.entries(v)) walk(child, `${path}.${k}`, depth + 1, out);
     return;
   }
-  scalar(`${name}=${String(v)}`, out);
+  scalar(`${name}=${String(v)}`, out, fieldLevel(name, v));
 }
 
-function scalar(field: string, out: JsonLines): void {
+function scalar(field: string, out: JsonLines, level: Level): void {
   if (out.fields.length < 12) out.fields.push(clip(field, 60));
-  if (out.scalars.length < 100_000) out.scalars.push(clip(field, SHAPE_INPUT_CHARS));
+  if (out.scalars.length < 100_000) {
+    out.scalars.push(clip(field, SHAPE_INPUT_CHARS));
+    out.scalarLevels.push(level);
+  }
 }
 
 function isMessage(item: unknown): item is Record<string, unknown> {

@@ -14,7 +14,7 @@ import type { Caller } from "../../identity/caller.ts";
 import type { PermissionMode } from "../../calls/gate.ts";
 import { reaches } from "../../identity/reach.ts";
 import { describeSteps, type Playbook } from "../../playbooks/parse.ts";
-import { extractPlaceholders, fillPlaceholders, type PlaceholderValues } from "../../playbooks/placeholders.ts";
+import { extractPlaceholders, fillPlaceholders, unmetCondition, type PlaceholderValues } from "../../playbooks/placeholders.ts";
 import type { PlaybookRegistry } from "../../playbooks/registry.ts";
 import type { Hub } from "../../fleet/hub.ts";
 import { systemCaller } from "../bridge/call.ts";
@@ -173,6 +173,11 @@ export function createAgent(deps: AgentDeps) {
       for (const step of playbook.fallbackSteps) {
         if (Date.now() > deadline || input.signal?.aborted) {
           skipped.push({ tool: step.tool, reason: "the session's time bound (agent.max_duration) was reached" });
+          continue;
+        }
+        const unmet = unmetCondition(step.when, values);
+        if (unmet) {
+          yield skip(step.tool, unmet);
           continue;
         }
         const filled = fillPlaceholders(step.args, values);
