@@ -101,7 +101,7 @@ export function playbooksCommand(): Command {
 export function routeCommand(): Command {
   return withCoreOptions(
     new Command("route")
-      .description("pick the playbook for an incident description (model when configured, else trigger/keyword rules); the decision is stored")
+      .description("pick the playbook for an incident description (model when configured, else the ranking: triggers, then BM25 over the playbooks); the decision is stored")
       .argument("<text...>", "the alert or question"),
   )
     .option("--rules-only", "skip the model and decide by rules")

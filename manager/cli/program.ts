@@ -38,7 +38,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "route",
     term: "route [options] <text...>",
-    description: "pick the playbook for an incident description (model when configured, else trigger/keyword rules); the decision is stored",
+    description: "pick the playbook for an incident description (model when configured, else the ranking: triggers, then BM25 over the playbooks); the decision is stored",
     load: async () => (await import("./playbooks.ts")).routeCommand(),
   },
   {

@@ -41,6 +41,8 @@ export interface Playbook {
   platforms: string[];
   tags: string[];
   triggers: string[];
+  /** Incident texts this playbook is for (the router's ranking reads them). */
+  examples: string[];
   /** allowed_tools and Agent-Skills allowed-tools, merged. */
   allowedTools: string[];
   riskLevel: "low" | "medium" | "high";
@@ -168,6 +170,7 @@ export function parsePlaybook(text: string, file: string, source: Playbook["sour
     platforms: m.platforms ?? ["any"],
     tags: m.tags ?? [],
     triggers: m.triggers ?? [],
+    examples: m.examples ?? [],
     allowedTools: [...allowed],
     riskLevel: m.risk_level ?? "low",
     fallbackSteps: (m.fallback_steps ?? []).map((s: any) => ({ tool: s.tool, args: s.args ?? {}, ...(s.note ? { note: s.note } : {}), ...(s.when ? { when: s.when } : {}) })),

@@ -1,13 +1,19 @@
 /**
- * The router benchmark (I3): a labelled set of alert texts (English and Chinese) goes through the
- * real router without a model (createRouter, no model client, an in-memory store, the built-in
- * playbooks), so the out-of-scope pre-check and the rule fallback decide. Accuracy is compared with
- * "always generic_oncall" (refuses nothing) measured on the same cases in the same run. It also
- * measures the router prompt (routerMessages) with no recall, with recalled pages as index lines
- * and as whole pages, recalled from a directory of past diagnoses. No network; a second or so.
+ * The router benchmark (I3): labelled alert texts (English and Chinese) go through the real router
+ * without a model (createRouter, no model client, an in-memory store, the built-in playbooks), so
+ * the scope check and the ranking decide (rank.ts). Accuracy is compared with "always
+ * generic_oncall" (refuses nothing) measured on the same cases in the same run.
+ *
+ * Two sets: the tuning set (router-cases.json and router-cases-holdout.json: the playbooks'
+ * `examples` come from it, so its plain accuracy is training accuracy; its leave-one-out accuracy
+ * — each case ranked against playbooks whose examples leave it out — is what the calibration
+ * maximises) and the held-back set (router-cases-heldback.json: written apart from the router,
+ * never read while tuning; its accuracy is the figure for unseen incidents). `--calibrate` prints
+ * the leave-one-out grid over RANK_CALIBRATION. It also measures the router prompt (routerMessages)
+ * with no recall, with recalled pages as index lines and as whole pages. No network; seconds.
  * Prints a table and writes JSON (scripts/bench/results/router.json).
  *
- *   npx tsx scripts/bench/router.ts [--cases FILE] [--recall-dir DIR] [--out FILE]
+ *   npx tsx scripts/bench/router.ts [--cases FILE] [--tuning FILE,FILE] [--recall-dir DIR] [--out FILE] [--calibrate]
  *
  * A case is {text, expected: playbook name | null (not an operations question), lang: "en" | "zh"};
  * a decision is right when expected is null and the router refused (isOncall false), or when it
@@ -20,6 +26,9 @@ import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { createDirectoryRecall, type RecalledPage } from "../../manager/agent/router/recall.ts";
 import { createRouter, recallBlock, routerMessages, type RecallLevel, type RouteDecision } from "../../manager/agent/router/router.ts";
+import { createRanker, decideRoute, decideScope, RANK_CALIBRATION, type RankCalibration, type RankFeatures } from "../../manager/agent/router/rank.ts";
+import type { Playbook } from "../../manager/playbooks/parse.ts";
+import { OFF_TOPIC_EXAMPLES } from "../../manager/agent/router/scope-reference.ts";
 import { createPlaybookRegistry, GENERIC_PLAYBOOK } from "../../manager/playbooks/registry.ts";
 import { redactString } from "../../skill/redact.ts";
 import { infoRow, table, writeJson, type Row } from "./lib/report.ts";
@@ -34,12 +43,16 @@ function flags() {
   const { values } = parseArgs({
     options: {
       cases: { type: "string" },
+      tuning: { type: "string" },
       "recall-dir": { type: "string" },
       out: { type: "string" },
+      calibrate: { type: "boolean" },
     },
   });
   return {
-    cases: resolve(values.cases ?? join(HERE, "router-cases.json")),
+    cases: resolve(values.cases ?? join(HERE, "router-cases-heldback2.json")),
+    tuning: (values.tuning ?? ["router-cases.json", "router-cases-holdout.json", "router-cases-heldback.json"].map((f) => join(HERE, f)).join(",")).split(",").map((f) => resolve(f)),
+    calibrate: Boolean(values.calibrate),
     recallDir: resolve(values["recall-dir"] ?? join(HERE, "fixtures", "past-diagnoses")),
     out: resolve(values.out ?? join(HERE, "results", "router.json")),
   };
@@ -89,6 +102,38 @@ function summary(values: readonly number[]) {
   return { mean: values.reduce((a, b) => a + b, 0) / values.length, p50: quantile(values, 0.5), max: Math.max(...values) };
 }
 
+/**
+ * The features of each case with that case left out of the playbooks' examples (leave-one-out):
+ * what the router would read had the case never been an example.
+ */
+function leaveOneOutFeatures(cases: readonly Case[], playbooks: readonly Playbook[]): RankFeatures[] {
+  return cases.map((c) =>
+    createRanker(
+      playbooks.map((p) => ({ ...p, examples: p.examples.filter((e) => e !== c.text) })),
+      RANK_CALIBRATION,
+      OFF_TOPIC_EXAMPLES.filter((e) => e !== c.text),
+    ).features(redactString(c.text.trim())),
+  );
+}
+
+/** The no-model decision from features under a calibration. */
+const decide = (f: RankFeatures, calibration: RankCalibration): string | null => (decideScope(f, calibration).outOfScope ? null : decideRoute(f, calibration).skillName);
+
+/** Leave-one-out accuracy over a grid around RANK_CALIBRATION: the calibration's evidence. */
+function calibrate(cases: readonly Case[], features: readonly RankFeatures[]) {
+  const grid: Array<{ calibration: RankCalibration; correct: number }> = [];
+  for (const triggerWeight of [0, 0.5, 1, 1.5, 2, 3])
+    for (const minScore of [0, 1, 2, 2.5, 3, 4])
+      for (const minMargin of [0, 0.1, 0.15, 0.2, 0.3, 0.4])
+        for (const offTopicRatio of [0.25, 0.5, 0.75, 1, 1.5])
+          for (const minOpsShare of [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4])
+            for (const technicalWeight of [0, 1, 100]) {
+              const calibration = { triggerWeight, minScore, minMargin, offTopicRatio, minOpsShare, technicalWeight };
+              grid.push({ calibration, correct: features.filter((f, i) => decide(f, calibration) === cases[i].expected).length });
+            }
+  return grid.sort((a, b) => b.correct - a.correct);
+}
+
 type Variant = "none" | RecallLevel;
 const VARIANTS: readonly Variant[] = ["none", "index", "full"];
 
@@ -135,6 +180,22 @@ async function main(): Promise<number> {
     row[show(got[i])] = (row[show(got[i])] ?? 0) + 1;
   });
 
+  // The tuning set: training accuracy (its cases are the playbooks' examples) and leave-one-out accuracy.
+  const tuningCases = opt.tuning.flatMap((f) => readCases(f, names));
+  const tuningRouter = createRouter({ playbooks: registry, store: { insert: async () => {} }, log: silent });
+  const tuningGot: Array<string | null> = [];
+  for (const c of tuningCases) tuningGot.push(labelOf(await tuningRouter.route({ text: c.text })));
+  const looFeatures = leaveOneOutFeatures(tuningCases, playbooks);
+  const looGot = looFeatures.map((f) => decide(f, RANK_CALIBRATION));
+  const tuning = {
+    cases: tuningCases.length,
+    training: accuracy(tuningCases, tuningGot, all).all,
+    leave_one_out: accuracy(tuningCases, looGot, all).all,
+    leave_one_out_by_lang: accuracy(tuningCases, looGot, byLang),
+    leave_one_out_misses: tuningCases.flatMap((c, i) => (looGot[i] === c.expected ? [] : [{ text: c.text, expected: show(c.expected), got: show(looGot[i]) }])),
+  };
+  const grid = opt.calibrate ? calibrate(tuningCases, looFeatures) : [];
+
   // 2. Prompt size: the messages the model would get, with the router's own input handling (trim, redact).
   const recall = createDirectoryRecall(opt.recallDir);
   const chars: Record<Variant, number[]> = { none: [], index: [], full: [] };
@@ -158,6 +219,8 @@ async function main(): Promise<number> {
     ...(rules.by_scope.operations ? [infoRow(`accuracy, operations cases (n=${rules.by_scope.operations.n})`, "%", rules.by_scope.operations.accuracy_pct, always.by_scope.operations.accuracy_pct)] : []),
     ...Object.keys(rules.by_lang).map((k) => infoRow(`accuracy, ${k}`, "%", rules.by_lang[k].accuracy_pct, always.by_lang[k].accuracy_pct)),
     ...Object.keys(rules.by_expected).map((k) => infoRow(`accuracy, expected ${k} (n=${rules.by_expected[k].n})`, "%", rules.by_expected[k].accuracy_pct, always.by_expected[k].accuracy_pct)),
+    infoRow(`tuning set, leave-one-out (n=${tuning.cases})`, "%", tuning.leave_one_out.accuracy_pct),
+    infoRow(`tuning set, training (its cases are the examples)`, "%", tuning.training.accuracy_pct),
     infoRow("out-of-scope pre-check precision", "%", scope.precision_pct),
     infoRow("out-of-scope pre-check recall", "%", scope.recall_pct, 0),
     infoRow(`cases recalling >= 1 page (${withRecall} of ${cases.length})`, "%", pct(withRecall, cases.length)),
@@ -174,7 +237,13 @@ async function main(): Promise<number> {
     const p = prompt[v];
     console.log(`  ${(v === "none" ? "no recall" : v === "index" ? "index lines" : "whole pages").padEnd(12)} chars mean ${p.chars.mean.toFixed(0).padStart(6)}  p50 ${String(p.chars.p50).padStart(6)}  max ${String(p.chars.max).padStart(6)}   tokens mean ${p.tokens.mean.toFixed(0).padStart(5)}  p50 ${String(p.tokens.p50).padStart(5)}  max ${String(p.tokens.max).padStart(5)}`);
   }
-  console.log(`\nmisses (${misses.length} of ${cases.length}):`);
+  if (grid.length) {
+    console.log(`\ncalibration (leave-one-out on the ${tuning.cases} tuning cases), best 15 of ${grid.length}; in use: ${JSON.stringify(RANK_CALIBRATION)}`);
+    for (const g of grid.slice(0, 15)) console.log(`  ${g.correct}/${tuning.cases}  ${JSON.stringify(g.calibration)}`);
+  }
+  console.log(`\ntuning set leave-one-out misses (${tuning.leave_one_out_misses.length} of ${tuning.cases}):`);
+  for (const m of tuning.leave_one_out_misses) console.log(`  ${m.text.slice(0, 100)}\n       got ${m.got}, expected ${m.expected}`);
+  console.log(`\nmisses on ${opt.cases} (${misses.length} of ${cases.length}):`);
   for (const m of misses) console.log(`  [${m.lang}] ${m.text}\n       got ${m.got} (${m.path}), expected ${m.expected}`);
 
   writeJson(opt.out, {
@@ -184,13 +253,15 @@ async function main(): Promise<number> {
     machine: { node: process.version, platform: `${process.platform}/${process.arch}` },
     params: { cases_file: opt.cases, cases: cases.length, recall_dir: opt.recallDir, recall_pages: corpus, recall_limit: RECALL_LIMIT, chars_per_token: CHARS_PER_TOKEN, playbooks: [...names] },
     variants: {
-      rules: "createRouter without a model client (in-memory store, built-in playbooks): out-of-scope pre-check (checkScope), then routeByRules",
+      rules: "createRouter without a model client (in-memory store, built-in playbooks): the scope check, then the ranking (rank.ts createRanker: triggers + BM25 over playbook fields and examples, RANK_CALIBRATION)",
       baseline: `always ${GENERIC_PLAYBOOK}: refuses nothing`,
       prompt: "routerMessages(redacted text, playbooks, recallBlock(createDirectoryRecall(recall_dir).search(text, recall_limit), level)); size = characters of all message contents, tokens = ceil(chars / chars_per_token)",
     },
     metrics: rows,
     details: {
       accuracy: { rules, baseline: always },
+      tuning,
+      calibration: { in_use: RANK_CALIBRATION, grid_best: grid.slice(0, 30), grid_all: opt.calibrate ? grid : undefined },
       out_of_scope_precheck: scope,
       confusion,
       misses,

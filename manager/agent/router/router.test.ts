@@ -11,7 +11,7 @@ import { BUILTIN_PLAYBOOK_DIR, createPlaybookRegistry, GENERIC_PLAYBOOK, type Pl
 import { createModelClient, type ModelClient, type ModelSettings } from "../llm.ts";
 import { createDirectoryRecall, indexLine, type Recall } from "./recall.ts";
 import { createRouter, MAX_ROUTE_TEXT, routerMenu, type RouteDecision, type RouterOptions } from "./router.ts";
-import { routeByRules } from "./rules.ts";
+import { createRanker } from "./rank.ts";
 
 const log = pino({ level: "silent" });
 const BUILTIN_NAMES = ["container_diagnosis", "generic_oncall", "host_resource_diagnosis", "network_diagnosis", "service_diagnosis"];
@@ -129,7 +129,7 @@ describe("router: a model failure falls back to the rules", () => {
     const { router, rows } = setup({ settings });
     server.push(reply);
     const d = await router.route({ text });
-    const rules = routeByRules(text, builtin.current().playbooks.values());
+    const rules = createRanker(builtin.current().playbooks.values()).route(text);
     expect(rules.skillName).toBe(expected);
     expect(d).toMatchObject({ path: "rules", fallbackCause: cause, isOncall: true, skillName: expected, confidence: rules.confidence, reason: rules.reason, model: "test-router" });
     expect(server.requests).toHaveLength(1);
@@ -163,10 +163,13 @@ describe("router: a model failure falls back to the rules", () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  test("rules with nothing matched pick generic_oncall", async () => {
+  test("an operations input that matches no playbook's words picks generic_oncall", async () => {
     const { router } = setup({ model: undefined });
-    const d = await router.route({ text: "something is wrong with prod" });
+    // An address makes it operations work; nothing else in it is any playbook's.
+    const d = await router.route({ text: "10.9.8.7 xyzzy plugh" });
     expect(d).toMatchObject({ path: "rules", skillName: GENERIC_PLAYBOOK, confidence: 0.2 });
+    const vague = await router.route({ text: "something is wrong with prod" });
+    expect(vague).toMatchObject({ path: "rules", skillName: GENERIC_PLAYBOOK });
   });
 
   test("a caller's cancel is an error, not a fallback, and nothing is stored", async () => {
@@ -187,7 +190,7 @@ describe("router: a model failure falls back to the rules", () => {
 
 describe("router: out of scope", () => {
   test.each([
-    ["recommend me an anime to watch", "anime"],
+    ["recommend me an anime to watch", "anim"],
     ["推荐一部好看的动漫", "动漫"],
   ])("%s is refused politely without asking the model", async (text, topic) => {
     const { router, rows } = setup();

@@ -1,8 +1,10 @@
 /**
  * The router (I3): out-of-scope pre-check → recall of past diagnoses (index lines) → the model
  * picks from the playbook menu as validated structured output → a name not in the registry falls
- * back to generic_oncall, a model failure (or no model) to trigger/keyword rules. Every decision
- * says which path decided and is stored.
+ * back to generic_oncall, a model failure (or no model) to the ranking (rank.ts: triggers first,
+ * then BM25 over each playbook's words and examples, calibrated thresholds). Every decision says
+ * which path decided and is stored. The scope check and the ranking read the same index, built
+ * once per generation of playbooks.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -12,8 +14,7 @@ import type { Playbook } from "../../playbooks/parse.ts";
 import { GENERIC_PLAYBOOK, type PlaybookRegistry } from "../../playbooks/registry.ts";
 import { ModelError, type ModelClient, type ModelUsage } from "../llm.ts";
 import { indexLine, type Recall, type RecalledPage } from "./recall.ts";
-import { routeByRules } from "./rules.ts";
-import { checkScope } from "./scope.ts";
+import { createRanker, type Ranker } from "./rank.ts";
 
 /** Longest input routed. */
 export const MAX_ROUTE_TEXT = 8000;
@@ -133,6 +134,13 @@ const ZERO: ModelUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 
 export function createRouter(o: RouterOptions) {
   const recallLimit = o.recallLimit ?? 3;
   const recallLevel = o.recallLevel ?? "index";
+  // One ranker per generation of playbooks (a reload makes a new map).
+  const rankers = new WeakMap<object, Ranker>();
+  const rankerOf = (set: ReturnType<PlaybookRegistry["current"]>): Ranker => {
+    let r = rankers.get(set.playbooks);
+    if (!r) rankers.set(set.playbooks, (r = createRanker(set.playbooks.values())));
+    return r;
+  };
 
   async function route(input: RouteInput): Promise<RouteDecision> {
     const started = Date.now();
@@ -160,19 +168,22 @@ export function createRouter(o: RouterOptions) {
       return decision;
     };
 
-    const scope = checkScope(text, playbooks.flatMap((p) => [...p.triggers, ...p.tags]));
+    const ranker = rankerOf(set);
+    // With a model the pre-check refuses only what reads as an everyday request; the model judges the rest.
+    const scope = ranker.scope(text, Boolean(o.model) && !input.rulesOnly);
     if (scope.outOfScope) {
+      const { signal } = scope;
       return finish({
         isOncall: false,
         skillName: "",
         confidence: 1,
         path: "out_of_scope",
-        reason: `not an operations question (about: ${scope.offTopic.join(", ")}); ongrid diagnoses hosts, services and networks — describe the incident, e.g. an alert line`,
+        reason: `not an operations question (${signal.offTopic > 0 ? `its words read as an everyday request: ${signal.offTopicTerms.join(", ")}` : "too few of its words are about operating systems"}; operations words: ${signal.opsTerms.join(", ") || "none"}); ongrid diagnoses hosts, services and networks — describe the incident, e.g. an alert line`,
       });
     }
 
     const byRules = (cause: string, extra: Partial<typeof base> = {}) => {
-      const r = routeByRules(text, playbooks);
+      const r = ranker.route(text);
       return finish({ isOncall: true, skillName: r.skillName, confidence: r.confidence, reason: r.reason, path: "rules", fallbackCause: cause, ...extra });
     };
     if (input.rulesOnly) return byRules("rules_only");

@@ -13,6 +13,7 @@ function pb(name: string, triggers: string[] = [], tags: string[] = []): Playboo
     platforms: ["any"],
     tags,
     triggers,
+    examples: [],
     allowedTools: [],
     riskLevel: "low",
     fallbackSteps: [],
