@@ -61,7 +61,7 @@ export function buildEdgeProgram(): Command {
     .option("--exec-allow-file <file>", "exec allowlist file adding commands and options read-only exec calls may run without approval (ONGRID_EXEC_ALLOW_FILE; keep equal to the manager's skills.exec.allow_file)", env.ONGRID_EXEC_ALLOW_FILE)
     .option("--exec-safe-run-as <user[:group]>", "unprivileged user read-only exec commands run as when the edge runs as root; \"\" for the edge's own user (ONGRID_EXEC_SAFE_RUN_AS; default nobody)", env.ONGRID_EXEC_SAFE_RUN_AS)
     .option("--pack-dir <dir>", "directory of subprocess skill packs, or of one pack (repeatable; ONGRID_EDGE_PACK_DIRS=a:b)", list, env.ONGRID_EDGE_PACK_DIRS ? env.ONGRID_EDGE_PACK_DIRS.split(":") : [])
-    .option("--proc-root <dir>", "proc filesystem host_load and host_processes read instead of /proc, e.g. the host's /proc mounted into a container (ONGRID_EDGE_PROC_ROOT)", env.ONGRID_EDGE_PROC_ROOT)
+    .option("--proc-root <dir>", "proc filesystem host_load, host_processes and host_sockets read instead of /proc, e.g. the host's /proc mounted into a container (ONGRID_EDGE_PROC_ROOT)", env.ONGRID_EDGE_PROC_ROOT)
     .option("--no-watch-packs", "do not rescan packs on file changes (SIGHUP still rescans; ONGRID_EDGE_WATCH_PACKS=false)")
     .option("--concurrency <n>", "calls run at once; more wait (ONGRID_EDGE_CONCURRENCY)", env.ONGRID_EDGE_CONCURRENCY ?? "8")
     .option("--output-cap <bytes>", "outputs larger than this are truncated (ONGRID_OUTPUT_CAP_BYTES)", env.ONGRID_OUTPUT_CAP_BYTES ?? "65536")

@@ -22,7 +22,7 @@ export interface EdgeRuntimeOptions {
   packDirs?: string[];
   /** The user (user or user:group) read-only exec commands run as when the edge is root; "" for the edge's own user; nobody by default. */
   execSafeRunAs?: string;
-  /** The proc filesystem host_load and host_processes read instead of /proc (a host's /proc mounted into a container; tests' fake one). */
+  /** The proc filesystem host_load, host_processes and host_sockets read instead of /proc (a host's /proc mounted into a container; tests' fake one). */
   procRoot?: string;
 }
 
@@ -64,7 +64,7 @@ export function createEdgeRuntime(o: EdgeRuntimeOptions): EdgeRuntimeWithPacks {
       tail_file: { allowed_roots: o.allowedRoots },
       host_files: { allowed_roots: o.allowedRoots },
       ...(o.execSafeRunAs !== undefined ? { exec: { safe_run_as: o.execSafeRunAs } } : {}),
-      ...(o.procRoot ? { host_load: { proc_root: o.procRoot }, host_processes: { proc_root: o.procRoot } } : {}),
+      ...(o.procRoot ? { host_load: { proc_root: o.procRoot }, host_processes: { proc_root: o.procRoot }, host_sockets: { proc_root: o.procRoot } } : {}),
     },
     concurrency: o.concurrency,
     outputCapBytes: o.outputCapBytes,

@@ -90,8 +90,8 @@ describe("ongrid CLI", () => {
   it("passes `skills lint` for every builtin, manager and edge, and every base tool", async () => {
     const r = await runOngrid(["skills", "lint"]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    // 2 manager builtins + 19 base tools + 11 edge builtins
-    expect(r.stdout).toMatch(/^32 skills checked$/m);
+    // 2 manager builtins + 22 base tools + 12 edge builtins
+    expect(r.stdout).toMatch(/^36 skills checked$/m);
     // a base tool's waived finding shows it was linted
     expect(r.stdout).toMatch(/fleet_host_files: manager skill takes param "path".*\(waived: path is read on the edges/);
     // exec breaks the key rule on purpose (the spec fixes its key): reported as a waived warning

@@ -8,7 +8,7 @@ describe("edge builtins", () => {
     const registry = createRegistry();
     for (const def of EDGE_BUILTINS) registry.register(def);
     expect(registry.list().map((s) => s.meta.key)).toEqual(
-      ["exec", "host_files", "host_load", "host_netns_inspect", "host_processes", "probe_dns", "probe_http", "probe_tcp", "read_journal", "restart_service", "tail_file"],
+      ["exec", "host_files", "host_load", "host_netns_inspect", "host_processes", "host_sockets", "probe_dns", "probe_http", "probe_tcp", "read_journal", "restart_service", "tail_file"],
     );
     expect(registry.list().every((s) => s.meta.scope === "host")).toBe(true);
     expect(lintRegistry(EDGE_BUILTINS).filter((f) => f.severity === "error")).toEqual([]);

@@ -246,6 +246,8 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
     return n;
   };
   ms("skills.web_search.timeout", cfg.skills.web_search.timeout);
+  const topology = ms("topology.refresh_interval", cfg.topology.refresh_interval, 0);
+  if (topology > 0 && topology < 10_000) bad("topology.refresh_interval", "must be 0s (no schedule) or at least 10s (rule: minimum)");
   if (ms("tunnel.heartbeat_interval", cfg.tunnel.heartbeat_interval) < 100) bad("tunnel.heartbeat_interval", "must be at least 100ms (rule: minimum)");
   const hello = ms("tunnel.hello_timeout", cfg.tunnel.hello_timeout);
   if (hello < 100) bad("tunnel.hello_timeout", "must be at least 100ms (rule: minimum)");

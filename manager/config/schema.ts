@@ -159,6 +159,14 @@ export const CONFIG_SCHEMA = {
         watch: { type: "boolean", default: true, description: "Re-index knowledge.dirs when a file under them changes.", env: "ONGRID_KNOWLEDGE_WATCH" },
       },
     },
+    topology: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        refresh_interval: { type: "string", default: "5m", description: "How often the manager asks every edge for its sockets (host_sockets) and rebuilds the service topology (each edge call gated and audited as ongrid:topology); 0s: only on demand (get_topology with refresh). At least 10s when not 0s.", env: "ONGRID_TOPOLOGY_REFRESH_INTERVAL", format: "duration" },
+        static_file: { type: "string", default: "", description: "A YAML file of topology nodes and links no edge can observe (a managed database, a SaaS API; docs/topology.md), merged into the graph as source static; re-read at each build. Empty: none.", env: "ONGRID_TOPOLOGY_STATIC_FILE" },
+      },
+    },
     observability: {
       type: "object",
       additionalProperties: false,
@@ -240,6 +248,7 @@ export interface ManagerConfig {
     send_message: { webhook_url: string; timeout: string };
   };
   knowledge: { dirs: string; watch: boolean };
+  topology: { refresh_interval: string; static_file: string };
   observability: { prometheus_url: string; loki_url: string; tempo_url: string; timeout: string };
   incidents: { auto_diagnose: boolean; max_auto_diagnoses: number };
   mcp: { enabled: boolean; path: string; approval_wait: string; max_sessions_per_user: number; session_idle_timeout: string; upstreams: McpUpstreamConfig[] };

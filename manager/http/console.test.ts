@@ -50,7 +50,7 @@ function raw(path: string, method = "GET"): Promise<{ status: number; headers: h
 
 describe("console static handler", () => {
   it("serves index.html for / and the console's pages, with the CSP and no caching", async () => {
-    for (const path of ["/", "/skills", "/skills/probe_tcp", "/admin/audit?tool=x", "/approvals/apr_1"]) {
+    for (const path of ["/", "/skills", "/skills/probe_tcp", "/topology", "/admin/audit?tool=x", "/approvals/apr_1"]) {
       const r = await raw(path);
       expect(r.status, path).toBe(200);
       expect(r.body).toContain('<div id="root">');

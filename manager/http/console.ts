@@ -45,7 +45,7 @@ const COMPRESSIBLE = /^(text\/|application\/json|image\/svg)/;
 const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 /** The first path segments the single-page app answers with index.html. */
-const APP_PATHS = new Set(["", "skills", "edges", "approvals", "playbooks", "chat", "admin", "login"]);
+const APP_PATHS = new Set(["", "skills", "edges", "topology", "approvals", "playbooks", "chat", "admin", "login"]);
 
 /** Whether a built console is in `dir` (so the start-up banner can say where it is, or how to build it). */
 export function consoleBuilt(dir = DEFAULT_CONSOLE_DIR): boolean {

@@ -1,4 +1,4 @@
-/** The manager's base tools (K1–K4): fleet, knowledge, observability and agent helpers, listed here once. */
+/** The manager's base tools (K1–K5): fleet, knowledge, observability, incidents, topology and agent helpers, listed here once. */
 import type { SkillDefinition } from "../../skill/types.ts";
 import type { BaseToolDeps } from "./deps.ts";
 import { createFleetTools } from "./base/fleet/index.ts";
@@ -6,13 +6,14 @@ import { createKnowledgeTools } from "./base/knowledge/index.ts";
 import { createObservabilityTools } from "./base/observability/index.ts";
 import { createHelpersTools } from "./base/helpers/index.ts";
 import { createIncidentTools } from "./base/incidents/index.ts";
+import { createTopologyTools } from "./base/topology/index.ts";
 import { pino } from "pino";
 import { loadConfig } from "../config/load.ts";
 import type { ManagerConfig } from "../config/schema.ts";
 
 /** Every base tool, bound to the manager's parts. */
 export function createBaseTools(deps: BaseToolDeps): SkillDefinition<any>[] {
-  return [...createFleetTools(deps), ...createKnowledgeTools(deps), ...createObservabilityTools(deps), ...createIncidentTools(deps), ...createHelpersTools(deps)];
+  return [...createFleetTools(deps), ...createKnowledgeTools(deps), ...createObservabilityTools(deps), ...createIncidentTools(deps), ...createTopologyTools(deps), ...createHelpersTools(deps)];
 }
 
 /**

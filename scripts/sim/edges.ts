@@ -26,6 +26,7 @@ import { EDGE_BUILTINS } from "../../edge/builtin/index.ts";
 import { createRegistry } from "../../skill/registry.ts";
 import { inventoryDigest, metadataToProto, toValue } from "../../skill/proto.ts";
 import { backoffDelay } from "../../edge/tunnel/dialer.ts";
+import { simulatedSockets } from "./sockets.ts";
 
 const TUNNEL_PATH = "/ongrid.v1.EdgeTunnelService/Connect";
 const BACKOFF_BASE_MS = 250;
@@ -96,6 +97,8 @@ function cannedOutput(key: string, id: string, params: Record<string, unknown>):
       const load = 0.2 + (h % 100) / 100;
       return { cpus: 2, load1: load, load5: load, load15: load, mem_total_bytes: 8 << 30, mem_available_bytes: 6 << 30, uptime_s: 86_400, simulated: true };
     }
+    case "host_sockets":
+      return simulatedSockets(id);
     default:
       return { simulated: true, key };
   }

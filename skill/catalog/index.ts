@@ -11,6 +11,7 @@ import { HOST_FILES } from "./host-files.ts";
 import { HOST_LOAD } from "./host-load.ts";
 import { HOST_NETNS_INSPECT } from "./host-netns-inspect.ts";
 import { HOST_PROCESSES } from "./host-processes.ts";
+import { HOST_SOCKETS } from "./host-sockets.ts";
 import { PROBE_DNS } from "./probe-dns.ts";
 import { PROBE_HTTP } from "./probe-http.ts";
 import { PROBE_TCP } from "./probe-tcp.ts";
@@ -19,7 +20,7 @@ import { RESTART_SERVICE } from "./restart-service.ts";
 import { TAIL_FILE } from "./tail-file.ts";
 
 /** Every builtin host skill's metadata, in the order the edge registers them. */
-export const HOST_SKILL_CATALOG = [PROBE_HTTP, PROBE_DNS, PROBE_TCP, TAIL_FILE, READ_JOURNAL, HOST_NETNS_INSPECT, HOST_LOAD, HOST_PROCESSES, HOST_FILES, RESTART_SERVICE, EXEC] as const;
+export const HOST_SKILL_CATALOG = [PROBE_HTTP, PROBE_DNS, PROBE_TCP, TAIL_FILE, READ_JOURNAL, HOST_NETNS_INSPECT, HOST_LOAD, HOST_PROCESSES, HOST_SOCKETS, HOST_FILES, RESTART_SERVICE, EXEC] as const;
 
 /**
  * The catalog as skill definitions the manager can register and gate: a host skill runs on an

@@ -27,6 +27,9 @@ export async function bootManager(overrides: Record<string, unknown> = {}, env: 
       // Tests send many refused requests from 127.0.0.1 (the authorisation matrix alone hundreds); the
       // per-address limit of failed authentications is tested where it is set (test/auth-rate-limit.e2e.test.ts).
       "server.auth_failures_per_minute": 100_000,
+      // No scheduled topology refresh (its host_sockets calls would add audit rows and edge calls to
+      // every test); test/topology.e2e.test.ts and manager/topology/topology.test.ts test the schedule.
+      "topology.refresh_interval": "0s",
       ...overrides,
     },
   });

@@ -8,3 +8,4 @@ export * from "./route-decisions.ts";
 export * from "./agent-sessions.ts";
 export * from "./knowledge.ts";
 export * from "./incidents.ts";
+export * from "./topology.ts";

@@ -8,6 +8,7 @@ import { Link, navigate, usePath } from "./router.tsx";
 import { LoginPage } from "./pages/login.tsx";
 import { SkillsPage } from "./pages/skills.tsx";
 import { EdgesPage } from "./pages/edges.tsx";
+import { TopologyPage } from "./pages/topology.tsx";
 import { ApprovalsPage } from "./pages/approvals.tsx";
 import { PlaybooksPage } from "./pages/playbooks.tsx";
 import { ChatPage } from "./pages/chat.tsx";
@@ -28,6 +29,7 @@ interface PageDef {
 const PAGES: PageDef[] = [
   { path: "/skills", title: "Skills", render: () => <SkillsPage /> },
   { path: "/edges", title: "Edges", render: () => <EdgesPage /> },
+  { path: "/topology", title: "Topology", render: () => <TopologyPage /> },
   { path: "/approvals", title: "Approvals", render: () => <ApprovalsPage /> },
   { path: "/playbooks", title: "Playbooks", render: () => <PlaybooksPage /> },
   { path: "/chat", title: "Diagnose", render: () => <ChatPage /> },

@@ -30,7 +30,8 @@ export interface ManagerProcOptions {
 /** Starts the manager, waits until it listens on loopback and, on a first start, reads its admin token. */
 export async function startManagerProcess(o: ManagerProcOptions): Promise<ManagerProc & { adminToken?: string }> {
   // A simulated fleet dials from one address: no per-address connection cap (server.max_connections_per_address).
-  const env: NodeJS.ProcessEnv = { ...process.env, ONGRID_LOG_LEVEL: "warn", ONGRID_MAX_CONNECTIONS_PER_ADDRESS: "0", ...o.env };
+  // No scheduled topology refresh either: it would ask every simulated edge in the middle of a measurement.
+  const env: NodeJS.ProcessEnv = { ...process.env, ONGRID_LOG_LEVEL: "warn", ONGRID_MAX_CONNECTIONS_PER_ADDRESS: "0", ONGRID_TOPOLOGY_REFRESH_INTERVAL: "0s", ...o.env };
   delete env.DATABASE_URL;
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   const profile = o.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${o.cpuProfDir}`] : [];
