@@ -171,7 +171,7 @@ describe("the built-in playbooks", () => {
   });
   registry.register(createReadSkill(builtin));
   // The topology tools the playbooks list (K5): their definitions only; nothing here runs them.
-  for (const def of [createGetTopology, createFindTopologyNode, createExpandTopology]) registry.register(def({} as never, 1 << 20));
+  for (const def of [createGetTopology, createFindTopologyNode, createExpandTopology]) registry.register(def({} as never, 1 << 20) as never);
   const set = builtin.reload();
 
   test("are the five the issue asks for, from manager/playbooks, and load without a single problem", () => {
