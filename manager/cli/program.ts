@@ -48,6 +48,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./mcp.ts")).mcpCommand(),
   },
   {
+    name: "eval",
+    term: "eval [options]",
+    description: "run the playbooks' evaluation cases against recorded fleet state (a simulated edge) and score routing, evidence, findings, unsupported claims, steps, tokens and time",
+    load: async () => (await import("./eval.ts")).evalCommand(),
+  },
+  {
     name: "diagnose",
     term: "diagnose [options] <text...>",
     description: "diagnose an incident on a running manager: route, plan, gated tool calls on an edge, a report (fallback steps when no model is configured)",

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative } from "node:path";
 import { parseDocument } from "yaml";
 import { redactString } from "../../../skill/redact.ts";
+import { createRankIndex, tokenize } from "./rank.ts";
 
 /** One recalled page. */
 export interface RecalledPage {
@@ -46,24 +47,33 @@ export function terms(text: string): Set<string> {
 }
 const STOP = new Set(["the", "and", "for", "with", "from", "this", "that", "was", "are", "not", "but", "has", "have", "its", "our", "on", "in", "at", "to", "of", "is", "it", "an", "as", "by", "or", "be"]);
 
-/** A recall over `<dir>/**.md`; pages may carry frontmatter {title, summary, playbook}, else the first heading and paragraph serve. */
+/**
+ * A recall over `<dir>/**.md`; pages may carry frontmatter {title, summary, playbook}, else the
+ * first heading and paragraph serve. Pages are ranked with the router's own method (rank.ts: BM25,
+ * stemmed English, Chinese bigrams) over title (weight 2), summary (2) and body (1); a page must
+ * share at least two of the query's terms (one when the query has at most two), so one common
+ * word does not recall a page. `score` is the BM25 score.
+ */
 export function createDirectoryRecall(dir: string): Recall {
   return {
     search(text, limit) {
-      const query = terms(text);
-      if (query.size === 0 || limit <= 0) return [];
-      const pages: RecalledPage[] = [];
+      const queryTerms = new Set(tokenize(text));
+      if (queryTerms.size === 0 || limit <= 0) return [];
+      const pages = new Map<string, RecalledPage>();
       for (const file of markdownFiles(dir)) {
         const page = readPage(dir, file);
-        if (!page) continue;
-        const words = terms(`${page.title} ${page.title} ${page.summary} ${page.body}`);
-        let hits = 0;
-        for (const q of query) if (words.has(q)) hits++;
-        // Share of the query found, so long pages do not win by size.
-        page.score = hits / query.size;
-        if (hits >= 2 || (hits === 1 && query.size <= 2)) pages.push(page);
+        if (page) pages.set(page.id, page);
       }
-      return pages.sort((a, b) => b.score - a.score || a.id.localeCompare(b.id)).slice(0, limit);
+      if (!pages.size) return [];
+      const index = createRankIndex(
+        [...pages.values()].map((p) => ({ id: p.id, fields: [{ text: p.title, weight: 2 }, { text: p.summary, weight: 2 }, { text: p.body, weight: 1 }] })),
+      );
+      const need = queryTerms.size <= 2 ? 1 : 2;
+      return index
+        .rank(text)
+        .filter((r) => r.matched.length >= need)
+        .slice(0, limit)
+        .map((r) => ({ ...pages.get(r.id)!, score: Math.round(r.score * 1000) / 1000 }));
     },
   };
 }

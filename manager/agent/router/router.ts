@@ -142,6 +142,9 @@ export function createRouter(o: RouterOptions) {
     return r;
   };
 
+  /** The pages a decision recalled (whole, redacted): for the planner; kept out of the decision, which is stored and streamed. */
+  const recalledPages = new WeakMap<RouteDecision, RecalledPage[]>();
+
   async function route(input: RouteInput): Promise<RouteDecision> {
     const started = Date.now();
     if (typeof input.text !== "string" || input.text.trim() === "") throw new OngridError("invalid_argument", "text: must not be empty (rule: required)", "Describe the incident, e.g. an alert line.");
@@ -182,13 +185,7 @@ export function createRouter(o: RouterOptions) {
       });
     }
 
-    const byRules = (cause: string, extra: Partial<typeof base> = {}) => {
-      const r = ranker.route(text);
-      return finish({ isOncall: true, skillName: r.skillName, confidence: r.confidence, reason: r.reason, path: "rules", fallbackCause: cause, ...extra });
-    };
-    if (input.rulesOnly) return byRules("rules_only");
-    if (!o.model) return byRules("not_configured");
-
+    // Recall on every path: the model reads the index lines, the planner the pages, the report names them.
     let pages: RecalledPage[] = [];
     if (o.recall) {
       try {
@@ -198,6 +195,18 @@ export function createRouter(o: RouterOptions) {
       }
     }
     const recalled = pages.map(indexLine);
+    const withPages = async (d: Promise<RouteDecision>): Promise<RouteDecision> => {
+      const decision = await d;
+      if (pages.length) recalledPages.set(decision, pages);
+      return decision;
+    };
+
+    const byRules = (cause: string, extra: Partial<typeof base> = {}) => {
+      const r = ranker.route(text);
+      return withPages(finish({ isOncall: true, skillName: r.skillName, confidence: r.confidence, reason: r.reason, path: "rules", fallbackCause: cause, recalled, ...extra }));
+    };
+    if (input.rulesOnly) return byRules("rules_only");
+    if (!o.model) return byRules("not_configured");
     let choice: RouteChoice;
     let usage: ModelUsage;
     try {
@@ -220,7 +229,7 @@ export function createRouter(o: RouterOptions) {
       return finish({ ...modelPart, isOncall: false, skillName: "", confidence: choice.confidence, path: "model", reason: choice.reason || "the model judged the input not an operations question" });
     }
     if (!set.playbooks.has(choice.skill_name)) {
-      return finish({
+      return withPages(finish({
         ...modelPart,
         isOncall: true,
         skillName: GENERIC_PLAYBOOK,
@@ -228,12 +237,12 @@ export function createRouter(o: RouterOptions) {
         path: "model_unknown_name",
         fallbackCause: `unknown_name:${choice.skill_name.slice(0, 64)}`,
         reason: `the model chose "${choice.skill_name.slice(0, 64)}", which is not a loaded playbook; ${GENERIC_PLAYBOOK} applies (model's reason: ${choice.reason})`,
-      });
+      }));
     }
-    return finish({ ...modelPart, isOncall: true, skillName: choice.skill_name, confidence: choice.confidence, path: "model", reason: choice.reason });
+    return withPages(finish({ ...modelPart, isOncall: true, skillName: choice.skill_name, confidence: choice.confidence, path: "model", reason: choice.reason }));
   }
 
-  return { route };
+  return { route, recalledPages: (d: RouteDecision): RecalledPage[] => recalledPages.get(d) ?? [] };
 }
 
 /** The router's interface. */

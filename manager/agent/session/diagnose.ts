@@ -20,7 +20,7 @@ import type { Hub } from "../../fleet/hub.ts";
 import { systemCaller } from "../bridge/call.ts";
 import { condense } from "./condense.ts";
 import { createEvidence } from "./evidence.ts";
-import { fallbackReport } from "./report.ts";
+import { fallbackReport, pastDiagnosesSection } from "./report.ts";
 import { metered, type ModelClient, type ModelUsage } from "../llm.ts";
 import { runPlanner } from "./planner.ts";
 import { runExecutor } from "./executor.ts";
@@ -147,17 +147,26 @@ export function createAgent(deps: AgentDeps) {
       const dispatcher: Pick<Dispatcher, "execute" | "refuse"> = whitelist ? { execute: (call) => deps.dispatcher.execute({ ...call, whitelist }), refuse: (call, err) => deps.dispatcher.refuse({ ...call, whitelist }, err) } : deps.dispatcher;
       const evidence = createEvidence({ dispatcher, user: input.user, offered, sessionId, mode: input.mode, playbook: playbook.name, condense: model ? modelCondenser(model, text, bounded) : condenseContent, signal: bounded, waitForApproval: input.waitForApproval });
 
+      const recalled = deps.router.recalledPages?.(decision) ?? [];
       if (model) {
         // Planner, Executor, Verifier in turn. The stored plan is the last one: a replan's, if any.
-        let plan = await runPlanner({ model, playbook, text, signal: bounded });
+        let plan = await runPlanner({ model, playbook, text, recalled, signal: bounded });
         yield plan;
         let report = "";
+        // Which past diagnoses the plan was made with (L2): stated by the agent, not left to the model;
+        // the verifier checks the model's report alone.
+        const withPast = (markdown: string) => `${markdown}\n\n${pastDiagnosesSection(recalled, "The planner was given these past diagnoses of similar incidents (hints, not evidence):")}`;
         for await (const ev of runExecutor({ model, playbook: playbook.name, text, steps: plan.steps, edgeId, offered, evidence, limits: deps.limits, deadline, signal: bounded, log: deps.log })) {
-          if (ev.type === "report") report = ev.markdown;
+          if (ev.type === "report") {
+            report = ev.markdown;
+            yield recalled.length ? { ...ev, markdown: withPast(ev.markdown) } : ev;
+            continue;
+          }
           if (ev.type === "plan") plan = ev;
           yield ev;
         }
         const verdict = await runVerifier({ model, report, evidence: evidence.items(), signal: bounded });
+        if (recalled.length) report = withPast(report);
         yield verdict;
         yield await finish("done", "diagnosis finished", { path: "model", report, verdict, plan, toolCalls: evidence.items().length });
         return;
@@ -199,7 +208,7 @@ export function createAgent(deps: AgentDeps) {
         const item = await evidence.call(step.tool, JSON.stringify(args));
         yield toolResultEvent(item);
       }
-      const report = fallbackReport(input.text, decision, playbook, edgeId, evidence.items(), skipped, sessionId);
+      const report = fallbackReport(input.text, decision, playbook, edgeId, evidence.items(), skipped, sessionId, recalled);
       yield { type: "report", path: "fallback", markdown: report };
       yield await finish("done", "diagnosis finished (fallback steps, no model)", { path: "fallback", report, plan: { source: "fallback_steps", steps }, toolCalls: evidence.items().length });
     } catch (err) {

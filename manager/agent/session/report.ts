@@ -7,6 +7,7 @@ import { redactString } from "../../../skill/redact.ts";
 import type { Playbook } from "../../playbooks/parse.ts";
 import type { RouteDecision } from "../router/router.ts";
 import type { EvidenceItem } from "./evidence.ts";
+import type { RecalledPage } from "../router/recall.ts";
 
 /** How much of one result the report shows. */
 const MAX_FIELDS = 12;
@@ -121,6 +122,7 @@ export function fallbackReport(
   items: readonly EvidenceItem[],
   skipped: ReadonlyArray<{ tool: string; reason: string }>,
   sessionId: string,
+  recalled: readonly RecalledPage[] = [],
 ): string {
   const lines = [
     `# Diagnosis report`,
@@ -148,6 +150,12 @@ export function fallbackReport(
   if (!skipped.length) lines.push("", "Every fallback step ran.");
   else lines.push("");
   for (const s of skipped) lines.push(`- ${s.tool}: ${s.reason}`);
+  if (recalled.length) lines.push("", pastDiagnosesSection(recalled, "Past diagnoses of similar incidents, by the router's recall (read them for what was found then; nothing here was checked against them):"));
   lines.push("", "## Next", "", `Read the playbook (\`ongrid playbooks show ${playbook.name}\`) for what these results mean and what to check next; configure a model (model.base_url, model.model) for an interpreted report.`);
   return lines.join("\n");
+}
+
+/** The report section naming the past diagnoses a session was given (L2): title, summary, playbook and file of each. */
+export function pastDiagnosesSection(pages: readonly RecalledPage[], lead: string): string {
+  return ["## Past diagnoses", "", lead, "", ...pages.map((p) => `- ${inline(p.title)}${p.summary ? ` — ${inline(p.summary)}` : ""}${p.playbook ? ` (playbook ${p.playbook})` : ""}: ${code(p.id)}`)].join("\n");
 }
