@@ -61,7 +61,7 @@ describe("loadEvalCases", () => {
   const dir = mkdtempSync(join(tmpdir(), "ongrid-eval-cases-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  test("reads eval.yaml beside each playbook's SKILL.md and refuses an id used twice", () => {
+  test("reads eval.yaml beside each playbook's SKILL.md, the built-in anchors too, and refuses an id used twice", () => {
     mkdirSync(join(dir, "disk_full"));
     writeFileSync(join(dir, "disk_full", "SKILL.md"), "---\nname: disk_full\ndescription: d\n---\n## Trigger conditions\nx\n");
     writeFileSync(join(dir, "disk_full", "eval.yaml"), ok.replace(/host_resource_diagnosis/g, "disk_full"));
@@ -70,8 +70,9 @@ describe("loadEvalCases", () => {
     const ours = r.cases.filter((c) => c.anchor === "disk_full");
     expect(ours.map((c) => c.id)).toEqual(["disk-full", "recipe"]);
     // The built-in anchors are read too; an id both use is refused.
-    writeFileSync(join(dir, "disk_full", "eval.yaml"), ok.replace(/host_resource_diagnosis/g, "disk_full").replace("id: disk-full", `id: ${r.cases.find((c) => c.anchor !== "disk_full")?.id ?? "x"}`));
+    writeFileSync(join(dir, "disk_full", "eval.yaml"), ok.replace(/host_resource_diagnosis/g, "disk_full").replace("id: disk-full", `id: ${r.cases.find((c) => c.anchor !== "disk_full")!.id}`));
     const again = loadEvalCases(registry.current().playbooks.values());
-    if (r.cases.some((c) => c.anchor !== "disk_full")) expect(again.problems.map((p) => p.rule)).toContain("unique");
+    expect(r.cases.some((c) => c.anchor !== "disk_full")).toBe(true);
+    expect(again.problems.map((p) => p.rule)).toContain("unique");
   });
 });
