@@ -17,6 +17,8 @@ import { createEdgeStore } from "./fleet/edge-store.ts";
 import { createHub, type Hub } from "./fleet/hub.ts";
 import { createManagerMetrics } from "./observability/metrics.ts";
 import { createBaseTools } from "./skills/index.ts";
+import { topologyToolDefinitions } from "./skills/base/topology/index.ts";
+import { buildSkill } from "../skill/registry.ts";
 import { createIdentityStore } from "./identity/store.ts";
 import { createApprovalStore } from "./calls/approvals/store.ts";
 import { createApprovalWorkflow } from "./calls/approvals/workflow.ts";
@@ -50,12 +52,15 @@ export function splitDirs(value: string): string[] {
 
 /** Loads the playbooks (configured dirs, disabled list, tool check) and registers read_skill over them. */
 export function openPlaybooks(config: ManagerConfig, registry: SkillRegistry, edgeSkills: () => Skill[], log: Logger): PlaybookRegistry {
+  // The manager's base tools are registered after the playbooks load (they need the dispatcher);
+  // the tool check knows the ones playbooks list by their metadata meanwhile.
+  const known = topologyToolDefinitions().map((d) => buildSkill(d));
   // Registered first so the playbooks' tool check knows it; it reads the registry at call time.
   registry.register(createReadSkill({ current: () => playbooks.current() }));
   const playbooks: PlaybookRegistry = createPlaybookRegistry({
     dirs: splitDirs(config.playbooks.dirs),
     disabled: config.playbooks.disabled.split(",").map((n) => n.trim()).filter(Boolean),
-    tools: createToolCatalog({ registry, edgeSkills, hostPackDirs: splitDirs(config.packs.local_edge_dirs) }),
+    tools: createToolCatalog({ registry, edgeSkills, hostPackDirs: splitDirs(config.packs.local_edge_dirs), known: () => known }),
     log,
   });
   return playbooks;

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, describe, expect, test } from "vitest";
 import { createPlaybookRegistry } from "../playbooks/registry.ts";
-import { loadEvalCases, parseEvalFile, requireNoProblems } from "./cases.ts";
+import { answerFor, loadEvalCases, parseEvalFile, requireNoProblems } from "./cases.ts";
 
 const names = new Set(["host_resource_diagnosis", "generic_oncall"]);
 const parse = (text: string) => parseEvalFile(text, "/pb/x/eval.yaml", "host_resource_diagnosis", names);
@@ -54,6 +54,29 @@ describe("parseEvalFile", () => {
     const r = parse(text);
     expect(r.problems.map((p) => `${p.field}|${p.rule}`).join("\n")).toContain(want);
     expect(() => requireNoProblems(r.problems)).toThrow(/eval\.yaml/);
+  });
+});
+
+describe("answers by params", () => {
+  test("the first answer whose when the call's params include wins; one without when is the default", () => {
+    const text = ok.replace(
+      "host_files: { output: { path: /var, entries: [] } }",
+      "kubernetes_get:\n        answers:\n          - { when: { kind: pods, namespace: shop }, output: { items: [pod] } }\n          - { when: { kind: events }, error: { code: unavailable, message: down } }\n          - { output: { items: [] } }\n      host_files: { output: { path: /var, entries: [] } }",
+    );
+    const r = parse(text);
+    expect(r.problems).toEqual([]);
+    const f = r.cases[0].fixtures.kubernetes_get;
+    expect(answerFor(f, { kind: "pods", namespace: "shop", edge_id: "e" })).toEqual({ when: { kind: "pods", namespace: "shop" }, output: { items: ["pod"] } });
+    expect(answerFor(f, { kind: "pods", namespace: "other" })).toEqual({ output: { items: [] } });
+    expect(answerFor(f, { kind: "events" })).toMatchObject({ error: { code: "unavailable" } });
+    const noDefault = parse(text.replace("          - { output: { items: [] } }\n", ""));
+    expect(answerFor(noDefault.cases[0].fixtures.kubernetes_get, { kind: "nodes" })).toBeUndefined();
+    expect(answerFor(r.cases[0].fixtures.host_files, { path: "/anything" })).toEqual({ output: { path: "/var", entries: [] } });
+  });
+
+  test("an answers entry with neither output nor error is refused", () => {
+    const r = parse(ok.replace("host_files: { output: { path: /var, entries: [] } }", "host_files: { answers: [ { when: { path: /var } } ] }"));
+    expect(r.problems.map((p) => p.field).join()).toContain("cases[0].fixtures.host_files.answers[0]");
   });
 });
 

@@ -18,7 +18,21 @@ const MAX_FILE_BYTES = 1024 * 1024;
 const KEY = "^[a-z][a-z0-9_]{1,63}$";
 
 /** One recorded answer of a skill: its output, or the error it failed with. */
-export type Fixture = { output: unknown } | { error: { code: string; message: string; hint?: string } };
+export type Answer = { output: unknown } | { error: { code: string; message: string; hint?: string } };
+
+/**
+ * A skill's recorded answers: one answer for every call, or `answers`, each for the calls whose
+ * params include its `when` (equal values; the first that matches wins; one without `when` is the
+ * default), so kubernetes_get of pods and of events can answer differently.
+ */
+export type Fixture = Answer | { answers: Array<Answer & { when?: Record<string, unknown> }> };
+
+/** The answer a fixture gives to a call with these params, or undefined when none matches. */
+export function answerFor(f: Fixture, params: Record<string, unknown>): Answer | undefined {
+  if (!("answers" in f)) return f;
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  return f.answers.find((a) => !a.when || Object.entries(a.when).every(([k, v]) => same(params[k], v)));
+}
 
 /** One evaluation case. */
 export interface EvalCase {
@@ -71,14 +85,20 @@ const SCHEMA = {
             additionalProperties: {
               type: "object",
               additionalProperties: false,
-              oneOf: [{ required: ["output"] }, { required: ["error"] }],
+              oneOf: [{ required: ["output"] }, { required: ["error"] }, { required: ["answers"] }],
               properties: {
                 output: {},
-                error: {
-                  type: "object",
-                  additionalProperties: false,
-                  required: ["code", "message"],
-                  properties: { code: { type: "string", pattern: "^[a-z][a-z0-9_]{0,63}$" }, message: { type: "string", maxLength: 2000 }, hint: { type: "string", maxLength: 2000 } },
+                error: { $ref: "#/$defs/error" },
+                answers: {
+                  type: "array",
+                  minItems: 1,
+                  maxItems: 20,
+                  items: {
+                    type: "object",
+                    additionalProperties: false,
+                    oneOf: [{ required: ["output"] }, { required: ["error"] }],
+                    properties: { when: { type: "object", minProperties: 1, maxProperties: 20 }, output: {}, error: { $ref: "#/$defs/error" } },
+                  },
                 },
               },
             },
@@ -88,6 +108,14 @@ const SCHEMA = {
           must_not: { type: "array", maxItems: 30, items: { type: "string", minLength: 1, maxLength: 300 } },
         },
       },
+    },
+  },
+  $defs: {
+    error: {
+      type: "object",
+      additionalProperties: false,
+      required: ["code", "message"],
+      properties: { code: { type: "string", pattern: "^[a-z][a-z0-9_]{0,63}$" }, message: { type: "string", maxLength: 2000 }, hint: { type: "string", maxLength: 2000 } },
     },
   },
 } as const;

@@ -15,7 +15,7 @@ import { SkillError } from "../../skill/errors.ts";
 import { createPackSet } from "../../skill/pack/loader.ts";
 import { createRegistry } from "../../skill/registry.ts";
 import type { Skill, SkillDefinition } from "../../skill/types.ts";
-import type { Fixture } from "./cases.ts";
+import { answerFor, type Fixture } from "./cases.ts";
 
 /** The edge id every case runs on. */
 export const EVAL_EDGE = "eval-edge";
@@ -29,7 +29,7 @@ export interface FixtureEdge {
 }
 
 /** The definition of `skill` with an executor that answers from the fixtures. */
-function fixtureSkill(skill: Pick<Skill, "meta" | "riskForArgs">, answer: (key: string) => Promise<unknown>): SkillDefinition {
+function fixtureSkill(skill: Pick<Skill, "meta" | "riskForArgs">, answer: (key: string, params: Record<string, unknown>) => Promise<unknown>): SkillDefinition {
   const m = skill.meta;
   return {
     key: m.key,
@@ -43,7 +43,7 @@ function fixtureSkill(skill: Pick<Skill, "meta" | "riskForArgs">, answer: (key: 
     ...(m.resultPreview ? { resultPreview: m.resultPreview } : {}),
     ...(m.riskClassifier ? { riskClassifier: m.riskClassifier } : {}),
     ...(skill.riskForArgs ? { riskForArgs: skill.riskForArgs } : {}),
-    execute: () => answer(m.key),
+    execute: (_ctx, params) => answer(m.key, params),
   };
 }
 
@@ -51,10 +51,10 @@ function fixtureSkill(skill: Pick<Skill, "meta" | "riskForArgs">, answer: (key: 
 export function startFixtureEdge(o: { url: string; token: string; packDirs: readonly string[]; log: Logger }): FixtureEdge {
   let fixtures: Record<string, Fixture> = {};
   let calls: string[] = [];
-  const answer = async (key: string): Promise<unknown> => {
+  const answer = async (key: string, params: Record<string, unknown>): Promise<unknown> => {
     calls.push(key);
-    const f = fixtures[key];
-    if (!f) throw new SkillError("not_recorded", `this evaluation case recorded no output of ${key}`, "the case's fixtures list what this host can answer");
+    const f = fixtures[key] ? answerFor(fixtures[key], params) : undefined;
+    if (!f) throw new SkillError("not_recorded", `this evaluation case recorded no output of ${key}${fixtures[key] ? " for these params" : ""}`, "the case's fixtures list what this host can answer");
     if ("error" in f) throw new SkillError(f.error.code, f.error.message, f.error.hint ?? "");
     return f.output;
   };

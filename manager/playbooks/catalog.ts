@@ -39,11 +39,11 @@ function packSkills(dirs: readonly string[]): Skill[] {
 }
 
 /** Builds the catalog function the playbook registry calls at each load. */
-export function createToolCatalog(o: { registry: SkillRegistry; edgeSkills: () => Iterable<Skill>; hostPackDirs: readonly string[] }): () => ToolCatalog {
+export function createToolCatalog(o: { registry: SkillRegistry; edgeSkills: () => Iterable<Skill>; hostPackDirs: readonly string[]; known?: () => Iterable<Skill> }): () => ToolCatalog {
   const builtins = hostSkillDefinitions().map((d) => buildSkill(d));
   return () => {
     const tools = new Map<string, Skill | null>();
-    for (const s of [...builtins, ...packSkills([BUNDLED_PACK_DIR, ...o.hostPackDirs]), ...o.edgeSkills(), ...o.registry.list()]) tools.set(s.meta.key, s);
+    for (const s of [...builtins, ...(o.known?.() ?? []), ...packSkills([BUNDLED_PACK_DIR, ...o.hostPackDirs]), ...o.edgeSkills(), ...o.registry.list()]) tools.set(s.meta.key, s);
     return tools;
   };
 }

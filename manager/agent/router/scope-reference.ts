@@ -61,7 +61,8 @@ cats, gardening, celebrities, gossip, philosophy, the meaning of life.
 
 /**
  * Requests people sent that are not operations work (the router benchmark's tuning cases labelled
- * "refuse"): the everyday side learns from them as the playbooks learn from their examples.
+ * "refuse": router-cases, -holdout, -heldback and -heldback2): the everyday side learns from them
+ * as the playbooks learn from their examples.
  */
 export const OFF_TOPIC_EXAMPLES: readonly string[] = [
   "recommend me some anime like Attack on Titan",
@@ -110,4 +111,24 @@ export const OFF_TOPIC_EXAMPLES: readonly string[] = [
   "天天值班半夜被告警叫醒，和老婆吵架了，该怎么办",
   "用“502 Bad Gateway”为题写一段相声",
   "世界上最高的山是哪座？",
+  "Write a haiku about a pod stuck in CrashLoopBackOff for our team's holiday card",
+  "What's a good substitute for buttermilk in pancakes?",
+  "Who won the 2010 FIFA World Cup final and what was the score?",
+  "I'm flying to Lisbon in May, which neighborhoods are nice to stay in?",
+  "For my networking class essay: explain in simple words what the seven layers of the OSI model are",
+  "Should I put my savings into an index fund or pay off my car loan first?",
+  "My home Wi-Fi router is ancient. Which router should I buy for under $100?",
+  "Help me rephrase my cover letter so it sounds less stiff, I'm applying for an SRE job",
+  "what's the difference between 'affect' and 'effect'?",
+  "I've had a sore throat and a headache for three days, should I see a doctor?",
+  "帮我写一首关于服务器宕机的打油诗，年会上要念",
+  "红烧肉怎么做才不腻？",
+  "周末去杭州玩两天，有什么推荐的路线？",
+  "NBA 历史上总得分最多的球员是谁？",
+  "我家狗狗最近不爱吃东西，需要带去宠物医院吗？",
+  "考研复习：TCP 三次握手为什么不是两次？帮我整理成好背的答案",
+  "“的”“地”“得”到底怎么区分？",
+  "想买一个机械键盘，预算五百左右，有什么推荐？",
+  "做了三年运维，想转产品经理，你觉得靠谱吗？",
+  "最近总是失眠，有什么办法改善睡眠？",
 ];

@@ -73,8 +73,22 @@ describe("summariseOutput", () => {
   });
 
   test("arrays and many fields are shortened, with how many were left out", () => {
-    expect(summariseOutput([1, 2, 3, 4, 5])).toEqual(["5 items:", "- `1`", "- `2`", "- `3`", "- … 2 more"]);
+    expect(summariseOutput([1, 2, 3, 4, 5, 6, 7])).toEqual(["7 items:", "- `1`", "- `2`", "- `3`", "- `4`", "- `5`", "- … 2 more"]);
     const wide = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, i]));
     expect(summariseOutput(wide).at(-1)).toBe("- … 8 more fields in the audit row");
+  });
+
+  test("a list of log records shows each record's level, source and message", () => {
+    const lines = summariseOutput({ entries: [{ time: "2026-12-06T03:00:00Z", unit: "nginx.service", identifier: "nginx", priority: "err", pid: 812, message: 'unknown directive "lisen" in /etc/nginx/conf.d/app.conf:3' }] });
+    expect(lines).toEqual(["- entries: 1 item:", '  - `[err] nginx.service: unknown directive "lisen" in /etc/nginx/conf.d/app.conf:3`']);
+  });
+
+  test("any other record shows its telling fields first (state, reason, name), whatever its depth", () => {
+    const pod = { kind: "Pod", apiVersion: "v1", metadata: { name: "cart-7d9f", namespace: "shop", uid: "0f1e", labels: { app: "cart" } }, spec: { nodeName: "k8s-node-7" }, status: { phase: "Running", containerStatuses: [{ name: "cart", restartCount: 14, lastState: { terminated: { reason: "OOMKilled", exitCode: 137 } } }] } };
+    const line = summariseOutput({ items: [pod] })[1];
+    expect(line).toContain("status.containerStatuses[0].lastState.terminated.reason=OOMKilled");
+    expect(line).toContain("status.containerStatuses[0].restartCount=14");
+    expect(line).toContain("metadata.name=cart-7d9f");
+    expect(line.indexOf("reason=OOMKilled")).toBeLessThan(line.indexOf("metadata.uid") === -1 ? Infinity : line.indexOf("metadata.uid"));
   });
 });

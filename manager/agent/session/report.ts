@@ -12,8 +12,8 @@ import type { RecalledPage } from "../router/recall.ts";
 /** How much of one result the report shows. */
 const MAX_FIELDS = 12;
 const MAX_TEXT_LINES = 10;
-const MAX_ITEMS = 3;
-const MAX_INLINE = 160;
+const MAX_ITEMS = 5;
+const MAX_INLINE = 240;
 
 /** One line of a value, cut to MAX_INLINE characters. */
 function inline(v: unknown): string {
@@ -45,16 +45,59 @@ function textBlock(text: string): string[] {
   return out;
 }
 
+/** Leaf keys that say what a record is or what state it is in: shown first in its one-line form. */
+const TELLING_KEYS = /^(?:message|msg|reason|error|err|phase|state|status|active_state|sub_state|result|exit_code|exitCode|restartCount|ready|name|kind|path|mountpoint|used_pct|use_pct|size|bytes|cmd|command|unit|rcode|code|type|address|host|port)$/;
+/** Leaf keys of log records, shown in front of the message. */
+const MESSAGE_KEYS = ["message", "msg", "MESSAGE", "line", "log", "text"];
+const LEVEL_KEYS = ["level", "priority", "severity"];
+
+/** Scalar leaves of a value as path=value, the telling ones first, at most `max`. */
+function leaves(v: unknown, max: number): Array<[string, string]> {
+  const out: Array<[string, string, boolean]> = [];
+  const walk = (x: unknown, path: string, depth: number) => {
+    if (out.length >= 200) return;
+    if (x === null || typeof x !== "object") {
+      if (x === undefined || x === "") return;
+      const key = path.slice(path.lastIndexOf(".") + 1).replace(/\[\d+\]$/, "");
+      out.push([path, typeof x === "string" ? x : JSON.stringify(x), TELLING_KEYS.test(key)]);
+      return;
+    }
+    if (depth >= 6) return;
+    if (Array.isArray(x)) x.slice(0, 5).forEach((y, i) => walk(y, `${path}[${i}]`, depth + 1));
+    else for (const [k, y] of Object.entries(x)) walk(y, path ? `${path}.${k}` : k, depth + 1);
+  };
+  walk(v, "", 0);
+  return [...out.filter((l) => l[2]), ...out.filter((l) => !l[2])].slice(0, max).map(([k, x]) => [k, x]);
+}
+
+/** One line for one item of a list: a log record by its level and message, any other record by its telling fields. */
+export function itemLine(item: unknown): string {
+  if (item === null || typeof item !== "object") return inline(item);
+  if (!Array.isArray(item)) {
+    const o = item as Record<string, unknown>;
+    const message = MESSAGE_KEYS.map((k) => o[k]).find((x) => typeof x === "string") as string | undefined;
+    if (message !== undefined) {
+      const level = LEVEL_KEYS.map((k) => o[k]).find((x) => typeof x === "string" || typeof x === "number");
+      const source = ["unit", "identifier", "logger", "source"].map((k) => o[k]).find((x) => typeof x === "string");
+      return inline(`${level !== undefined ? `[${String(level)}] ` : ""}${source !== undefined ? `${String(source)}: ` : ""}${message}`);
+    }
+  }
+  return inline(leaves(item, 12).map(([k, v]) => `${k}=${v}`).join(", "));
+}
+
+/** A list as Markdown lines: its count, then up to MAX_ITEMS items, one line each. */
+function listLines(list: readonly unknown[], indent = ""): string[] {
+  const lines: string[] = [];
+  for (const item of list.slice(0, MAX_ITEMS)) lines.push(`${indent}- ${code(itemLine(item))}`);
+  if (list.length > MAX_ITEMS) lines.push(`${indent}- … ${list.length - MAX_ITEMS} more`);
+  return lines;
+}
+
 /** A summary of one output value as Markdown lines. */
 export function summariseOutput(output: unknown): string[] {
   if (output === null || output === undefined) return ["No output."];
   if (typeof output === "string") return output.includes("\n") ? textBlock(output) : [inline(output)];
-  if (Array.isArray(output)) {
-    const lines = [`${output.length} item${output.length === 1 ? "" : "s"}${output.length ? ":" : "."}`];
-    for (const item of output.slice(0, MAX_ITEMS)) lines.push(`- ${code(inline(item))}`);
-    if (output.length > MAX_ITEMS) lines.push(`- … ${output.length - MAX_ITEMS} more`);
-    return lines;
-  }
+  if (Array.isArray(output)) return [`${output.length} item${output.length === 1 ? "" : "s"}${output.length ? ":" : "."}`, ...listLines(output)];
   if (typeof output !== "object") return [code(String(output))];
   const entries = Object.entries(output as Record<string, unknown>);
   const lines: string[] = [];
@@ -65,7 +108,9 @@ export function summariseOutput(output: unknown): string[] {
       lines.push(`- ${k}: ${n} line${n === 1 ? "" : "s"} (below)`);
       blocks.push("", `${k}:`, "", ...textBlock(v));
     } else if (Array.isArray(v)) {
-      lines.push(`- ${k}: ${v.length} item${v.length === 1 ? "" : "s"}${v.length ? `, e.g. ${code(inline(v[0]))}` : ""}`);
+      lines.push(`- ${k}: ${v.length} item${v.length === 1 ? "" : "s"}${v.length ? ":" : ""}`, ...listLines(v, "  "));
+    } else if (v !== null && typeof v === "object") {
+      lines.push(`- ${k}: ${code(itemLine(v))}`);
     } else if (typeof v === "string" && v === "") {
       lines.push(`- ${k}: (empty)`);
     } else {

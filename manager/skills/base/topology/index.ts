@@ -1,5 +1,6 @@
 /** The topology tools (K5): the service graph, a node search and a node's neighbours; each tool in its own file in this folder. */
 import { parseDuration } from "../../../../skill/duration.ts";
+import { OngridError } from "../../../../skill/errors.ts";
 import type { SkillDefinition } from "../../../../skill/types.ts";
 import { listEdgeLabels } from "../../../topology/store.ts";
 import { createTopology, type Topology } from "../../../topology/topology.ts";
@@ -19,4 +20,17 @@ export function createTopologyTools(deps: BaseToolDeps, topology: Topology = man
 export function managerTopology(deps: BaseToolDeps): Topology {
   const t = deps.config.topology ?? { refresh_interval: "5m", static_file: "" };
   return createTopology({ database: deps.database, hub: deps.hub, edges: { list: () => listEdgeLabels(deps.database) }, dispatcher: deps.dispatcher, log: deps.log, staticFile: t.static_file, intervalMs: parseDuration(t.refresh_interval) });
+}
+
+/**
+ * The topology tools' definitions where no manager runs (the CLI's own playbook checks): their
+ * metadata is real, so playbooks that list them check clean; a call refuses, since the topology
+ * lives in a running manager.
+ */
+export function topologyToolDefinitions(capBytes = 1 << 20): SkillDefinition<any>[] {
+  const absent = (): never => {
+    throw new OngridError("failed_precondition", "the service topology lives in a running manager", "call the tool through a manager (--manager URL)");
+  };
+  const topology = { graph: absent, edgeLabels: absent, refresh: absent, start: absent, stop: absent } as unknown as Topology;
+  return [createGetTopology(topology, capBytes), createFindTopologyNode(topology, capBytes), createExpandTopology(topology, capBytes)];
 }
