@@ -11,7 +11,6 @@ import { configureShellPolicy } from "../skill/risk/index.ts";
 import { ExecAllowError } from "../skill/risk/allow.ts";
 import { createManagerRegistry } from "./skills/builtin/index.ts";
 import { createDispatcher } from "./calls/execute.ts";
-import { hostname } from "node:os";
 import { parseDuration } from "../skill/duration.ts";
 import { createEdgeStore } from "./fleet/edge-store.ts";
 import { createHub, type Hub } from "./fleet/hub.ts";
@@ -19,6 +18,7 @@ import { createManagerMetrics } from "./observability/metrics.ts";
 import { createBaseTools } from "./skills/index.ts";
 import { topologyToolDefinitions } from "./skills/base/topology/index.ts";
 import { buildSkill } from "../skill/registry.ts";
+import { createManagerLease, managerIdOf } from "./fleet/lease.ts";
 import { createIdentityStore } from "./identity/store.ts";
 import { createApprovalStore } from "./calls/approvals/store.ts";
 import { createApprovalWorkflow } from "./calls/approvals/workflow.ts";
@@ -88,7 +88,9 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   const model = createModelClient(config.model, log);
   const database = await openDatabase({ databaseUrl: config.database_url || undefined, dataDir: config.data_dir, log });
   const audit = createAuditLog(database, { log });
-  const edges = createEdgeStore(database, hostname());
+  const managerId = managerIdOf(config.server.manager_id ?? "");
+  const edges = createEdgeStore(database, managerId);
+  const lease = createManagerLease({ database, id: managerId, version: MANAGER_VERSION, ttlMs: parseDuration(config.server.lease_ttl ?? "30s"), log });
   hub = createHub({
     store: edges,
     log,
@@ -139,5 +141,5 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   // Upstream MCP servers (mcp.upstreams): their tools become manager skills once the manager serves.
   const upstreams = createUpstreams({ config, registry, credentials, log });
   serving.push(upstreams.start);
-  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics, upstreams };
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics, upstreams, lease };
 }

@@ -1,5 +1,6 @@
 /** Starts a manager: the core (core.ts) behind one port, and its lifecycle. */
 import type { Interceptor } from "@connectrpc/connect";
+import type { ManagerLease } from "./fleet/lease.ts";
 import { type PackSet } from "../skill/pack/loader.ts";
 import { type Logger } from "pino";
 import { OngridError } from "../skill/errors.ts";
@@ -56,6 +57,8 @@ export interface Manager {
   agent: Agent;
   /** The upstream MCP servers of mcp.upstreams, whose tools are manager skills. */
   upstreams: UpstreamSet;
+  /** This manager's id and lease among the managers sharing the database. */
+  lease: ManagerLease;
   /** Set on the first start of an empty database: the "admin" user's token, to print once. */
   bootstrapToken?: string;
   log: Logger;
@@ -183,10 +186,18 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   }
   // The CLI on this host finds the manager holding the data directory by the URL in its lock file.
   await core.database.advertise?.(listener.url).catch((err: Error) => log.warn({ err: err.message }, "could not write the manager's URL into the data directory's lock file"));
+  // This manager among those sharing the database: its lease, renewed; lapsed managers' edges offline.
+  try {
+    await core.lease.start(config.server.advertise_url || listener.url);
+  } catch (err) {
+    await listener.close();
+    await core.database.close();
+    throw err;
+  }
   const stopWatching = config.packs.watch ? core.packs?.watch() : undefined;
   const stopWatchingPlaybooks = config.playbooks.watch ? core.playbooks.watch() : undefined;
   const stopServing = core.serving.map((start) => start());
-  log.info({ url: listener.url, tls: listener.tls, db: core.database.kind, skills: core.registry.size }, "manager listening");
+  log.info({ url: listener.url, tls: listener.tls, db: core.database.kind, skills: core.registry.size, manager_id: core.lease.id }, "manager listening");
   return {
     url: listener.url,
     port: listener.port,
@@ -205,6 +216,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       await core.audit.flush();
       await Promise.allSettled(stopServing.map((stop) => stop()));
       await core.edges.flushPresence().catch((err: Error) => log.warn({ err: err.message }, "could not record every edge offline at close"));
+      await core.lease.stop().catch((err: Error) => log.warn({ err: err.message }, "could not remove the manager's lease; the others will see it dead once it lapses"));
       await core.database.close();
     },
   };

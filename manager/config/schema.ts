@@ -24,6 +24,9 @@ export const CONFIG_SCHEMA = {
         max_incomplete_streams: { type: "integer", minimum: 1, maximum: 100000, default: 100, description: "HTTP/2 streams one connection may hold whose request has not fully arrived (no END_STREAM) and that nothing has answered yet; one more and the connection is closed with GOAWAY ENHANCE_YOUR_CALM. An edge's tunnel counts only until it is answered.", env: "ONGRID_MAX_INCOMPLETE_STREAMS" },
         max_connections_per_address: { type: "integer", minimum: 0, maximum: 1000000, default: 4096, description: "Open connections from one address; more are closed at once (0: no cap). Raise it when many edges share one address (NAT).", env: "ONGRID_MAX_CONNECTIONS_PER_ADDRESS" },
         auth_failure_window: { type: "string", default: "1m", description: "Sliding window over which server.auth_failures_per_minute counts failed authentications per address.", env: "ONGRID_AUTH_FAILURE_WINDOW", format: "duration" },
+        manager_id: { type: "string", default: "", pattern: "^$|^[a-z0-9][a-z0-9.-]{0,62}$", description: "This manager's id among the managers sharing the database (lower case letters, digits, '.', '-'); empty: the host name and a random suffix, new at each start, so two managers on one host never share one.", env: "ONGRID_MANAGER_ID" },
+        advertise_url: { type: "string", default: "", pattern: "^$|^https?://", description: "The URL other managers and clients reach this manager at, recorded with its lease; empty: the listener's own URL.", env: "ONGRID_ADVERTISE_URL" },
+        lease_ttl: { type: "string", default: "30s", description: "How long this manager's lease in the database lasts without renewal (it renews every third of it); once it lapses the other managers treat it as dead and show its edges offline. Between 3s and 10m.", env: "ONGRID_LEASE_TTL", format: "duration" },
         token_cache: { type: "string", default: "1s", description: "How long the lookup of an API token (its row and its user) is reused before the database is asked again; every check (revoked, expired, user disabled) still runs on each request against it. Revocations and user changes made through this manager apply at once; made through another manager sharing the database, within this time. 0s looks the token up on every request; at most 5m.", env: "ONGRID_TOKEN_CACHE", format: "duration" },
       },
     },
@@ -225,7 +228,7 @@ export const CONFIG_SCHEMA = {
 
 /** The validated configuration. */
 export interface ManagerConfig {
-  server: { host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string; token_cache: string; header_timeout?: string; request_timeout?: string; max_concurrent_streams?: number; max_incomplete_streams?: number; max_connections_per_address?: number };
+  server: { manager_id?: string; advertise_url?: string; lease_ttl?: string; host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string; token_cache: string; header_timeout?: string; request_timeout?: string; max_concurrent_streams?: number; max_incomplete_streams?: number; max_connections_per_address?: number };
   tunnel: { heartbeat_interval: string; max_frame_bytes: number; hello_timeout: string };
   data_dir: string;
   database_url: string;

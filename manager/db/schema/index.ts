@@ -9,3 +9,4 @@ export * from "./agent-sessions.ts";
 export * from "./knowledge.ts";
 export * from "./incidents.ts";
 export * from "./topology.ts";
+export * from "./managers.ts";
