@@ -19,6 +19,9 @@ import { createBaseTools } from "./skills/index.ts";
 import { topologyToolDefinitions } from "./skills/base/topology/index.ts";
 import { buildSkill } from "../skill/registry.ts";
 import { createManagerLease, managerIdOf } from "./fleet/lease.ts";
+import { createCluster, type Cluster } from "./fleet/cluster.ts";
+import { createPeerLink } from "./fleet/peer-link.ts";
+import { clusterSecret } from "./fleet/peer-auth.ts";
 import { createIdentityStore } from "./identity/store.ts";
 import { createApprovalStore } from "./calls/approvals/store.ts";
 import { createApprovalWorkflow } from "./calls/approvals/workflow.ts";
@@ -89,9 +92,10 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   const database = await openDatabase({ databaseUrl: config.database_url || undefined, dataDir: config.data_dir, log });
   const audit = createAuditLog(database, { log });
   const managerId = managerIdOf(config.server.manager_id ?? "");
-  const edges = createEdgeStore(database, managerId);
+  let cluster: Cluster | undefined;
+  const edges = createEdgeStore(database, managerId, { onPresenceWritten: () => cluster?.announce() });
   const lease = createManagerLease({ database, id: managerId, version: MANAGER_VERSION, ttlMs: parseDuration(config.server.lease_ttl ?? "30s"), log });
-  hub = createHub({
+  const localHub = createHub({
     store: edges,
     log,
     managerVersion: MANAGER_VERSION,
@@ -100,8 +104,21 @@ export async function openCore(config: ManagerConfig, log: Logger) {
     helloTimeoutMs: parseDuration(config.tunnel.hello_timeout),
     outputCapBytes: config.skills.output_cap_bytes,
   });
+  // The cluster secret is read (or first written) when the manager starts serving (startManager).
+  let peerSecret = "";
+  const peers = createPeerLink({ self: managerId, secret: () => peerSecret, tlsCa: config.server.peer_ca || config.server.tls_cert || undefined, log });
+  cluster = createCluster({ local: localHub, database, lease, peers, pollMs: parseDuration(config.server.presence_poll ?? "1s"), log, labelsOf: async (id) => (await edges.credential(id))?.labels });
+  hub = cluster;
+  const peering = {
+    self: managerId,
+    localHub,
+    secret: () => peerSecret,
+    async loadSecret() {
+      peerSecret = await clusterSecret(database, config.server.cluster_secret ?? "");
+    },
+  };
   const identity = createIdentityStore(database, { tokenCacheMs: parseDuration(config.server.token_cache) });
-  const approvals = createApprovalStore(database);
+  const approvals = createApprovalStore(database, { managerId, onAnnounceError: (err) => log.warn({ err: err.message }, "could not relay an approval change between managers") });
   const credentials = createCredentialStore(database, loadCredentialKey(config.credentials));
   const metrics = createManagerMetrics({
     knows: (key) => Boolean(registry.get(key)) || Boolean(hub?.offered(key)),
@@ -141,5 +158,5 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   // Upstream MCP servers (mcp.upstreams): their tools become manager skills once the manager serves.
   const upstreams = createUpstreams({ config, registry, credentials, log });
   serving.push(upstreams.start);
-  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics, upstreams, lease };
+  return { registry, database, audit, dispatcher, hub, edges, packs, identity, approvals, workflow, credentials, playbooks, router, agent, serving, metrics, upstreams, lease, cluster, peering };
 }

@@ -1,4 +1,7 @@
 /** Starts a manager: the core (core.ts) behind one port, and its lifecycle. */
+import type { Cluster } from "./fleet/cluster.ts";
+import { createPeerHandler, PEER_PATH_PREFIX } from "./fleet/peer-service.ts";
+import { PRESENCE_CHANNEL } from "./fleet/cluster.ts";
 import type { Interceptor } from "@connectrpc/connect";
 import type { ManagerLease } from "./fleet/lease.ts";
 import { type PackSet } from "../skill/pack/loader.ts";
@@ -59,6 +62,8 @@ export interface Manager {
   upstreams: UpstreamSet;
   /** This manager's id and lease among the managers sharing the database. */
   lease: ManagerLease;
+  /** The fleet across the managers sharing the database (the hub is this, seen as a Hub). */
+  cluster: Cluster;
   /** Set on the first start of an empty database: the "admin" user's token, to print once. */
   bootstrapToken?: string;
   log: Logger;
@@ -88,8 +93,6 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   }
   const boot = await core.identity.bootstrap();
   if (boot) log.warn({ user: boot.userId }, "first start: created the admin user; its token is printed once on stdout");
-  await core.workflow.recover();
-  core.workflow.start();
   const errorMapper: Interceptor = (next) => async (req) => {
     let res;
     try {
@@ -152,7 +155,18 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       }
     },
   });
-  const handler = auditUndecoded(rpc, core.audit, log);
+  const userHandler = auditUndecoded(rpc, core.audit, log);
+  // The peer service (M2) has a router of its own, authenticated by the cluster credential only.
+  const peerHandler = createPeerHandler({
+    call: core.peering.localHub.call,
+    holds: (edgeId) => Boolean(core.peering.localHub.session(edgeId)),
+    self: core.peering.self,
+    secret: core.peering.secret,
+    log,
+    readMaxBytes: Math.max(config.server.max_request_bytes, 64 * 1024 * 1024),
+  });
+  const handler = ((req: Parameters<typeof userHandler>[0], res: Parameters<typeof userHandler>[1]) =>
+    (req.url ?? "").startsWith(PEER_PATH_PREFIX) ? peerHandler(req, res) : userHandler(req, res)) as typeof userHandler;
   // Unary gRPC calls in their common form skip connect's generic pipeline (same interceptors,
   // same services; see rpc/grpc-unary.ts); the rest goes through `handler`.
   const unary = grpcUnaryHandlers(rpc.specs, {
@@ -187,8 +201,16 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   // The CLI on this host finds the manager holding the data directory by the URL in its lock file.
   await core.database.advertise?.(listener.url).catch((err: Error) => log.warn({ err: err.message }, "could not write the manager's URL into the data directory's lock file"));
   // This manager among those sharing the database: its lease, renewed; lapsed managers' edges offline.
+  let stopApprovalRelay: (() => Promise<void>) | undefined;
   try {
+    await core.peering.loadSecret();
     await core.lease.start(config.server.advertise_url || listener.url);
+    // The edges the other live managers hold, and the channels they announce changes on.
+    await core.cluster.start();
+    stopApprovalRelay = await core.approvals.listen();
+    // Approved calls left running by this manager's previous run, or by managers now dead, fail.
+    await core.workflow.recover();
+    core.workflow.start();
   } catch (err) {
     await listener.close();
     await core.database.close();
@@ -208,6 +230,8 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       stopWatching?.();
       stopWatchingPlaybooks?.();
       core.workflow.stop();
+      await core.cluster.stop();
+      await stopApprovalRelay?.().catch(() => undefined);
       core.hub.closeAll();
       // MCP sessions hold open SSE streams the listener would wait for.
       await mcp?.close();
@@ -217,6 +241,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       await Promise.allSettled(stopServing.map((stop) => stop()));
       await core.edges.flushPresence().catch((err: Error) => log.warn({ err: err.message }, "could not record every edge offline at close"));
       await core.lease.stop().catch((err: Error) => log.warn({ err: err.message }, "could not remove the manager's lease; the others will see it dead once it lapses"));
+      if (core.database.kind === "postgres") await core.database.notify(PRESENCE_CHANNEL, core.lease.id).catch(() => undefined);
       await core.database.close();
     },
   };

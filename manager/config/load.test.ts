@@ -7,7 +7,7 @@ import { configReference, loadConfig } from "./load.ts";
 describe("loadConfig", () => {
   it("uses documented defaults with no file and no environment", () => {
     const c = loadConfig({ env: {} });
-    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", require_tls: false, max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m", manager_id: "", advertise_url: "", lease_ttl: "30s", token_cache: "1s", header_timeout: "10s", request_timeout: "60s", max_concurrent_streams: 1000, max_incomplete_streams: 100, max_connections_per_address: 4096 });
+    expect(c.server).toEqual({ host: "127.0.0.1", port: 7070, tls_cert: "", tls_key: "", require_tls: false, max_request_bytes: 1048576, console_dir: "", auth_failures_per_minute: 20, auth_failure_window: "1m", manager_id: "", advertise_url: "", lease_ttl: "30s", cluster_secret: "", peer_ca: "", presence_poll: "1s", token_cache: "1s", header_timeout: "10s", request_timeout: "60s", max_concurrent_streams: 1000, max_incomplete_streams: 100, max_connections_per_address: 4096 });
     expect(c.data_dir).toBe("./data");
     expect(c.database_url).toBe("");
     expect(c.skills.web_search.url).toBe("http://127.0.0.1:8888/search");
@@ -165,6 +165,9 @@ describe("manager identity keys", () => {
     expect(err({ "server.manager_id": "Manager A" })).toContain("server.manager_id");
     expect(err({ "server.advertise_url": "ftp://x" })).toContain("server.advertise_url");
     expect(err({ "server.lease_ttl": "1s" })).toContain("server.lease_ttl: must be at least 3s (rule: minimum)");
+    expect(err({ "server.presence_poll": "10ms" })).toContain("server.presence_poll: must be at least 100ms (rule: minimum)");
+    expect(err({ "server.cluster_secret": "short" })).toContain("server.cluster_secret");
+    expect(err({ "server.cluster_secret": "x".repeat(40) })).toBe("");
     expect(err({ "server.lease_ttl": "1h" })).toContain("server.lease_ttl: must be at most 10m (rule: maximum)");
     expect(err({ "server.manager_id": "mgr-a.eu", "server.lease_ttl": "10s" })).toBe("");
   });

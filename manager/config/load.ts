@@ -256,6 +256,9 @@ function checkRelations(cfg: ManagerConfig, sources: Map<string, string>): void 
   const lease = ms("server.lease_ttl", cfg.server.lease_ttl ?? "30s");
   if (lease < 3_000) bad("server.lease_ttl", "must be at least 3s (rule: minimum)");
   if (lease > 600_000) bad("server.lease_ttl", "must be at most 10m (rule: maximum)");
+  const poll = ms("server.presence_poll", cfg.server.presence_poll ?? "1s");
+  if (poll < 100) bad("server.presence_poll", "must be at least 100ms (rule: minimum)");
+  if (poll > 60_000) bad("server.presence_poll", "must be at most 1m (rule: maximum)");
   // 0s turns the token cache off; longer than 5m would let a revoke made elsewhere lag too long.
   if (ms("server.token_cache", cfg.server.token_cache, 0) > 300_000) bad("server.token_cache", "must be at most 5m (rule: maximum)");
   const headers = ms("server.header_timeout", cfg.server.header_timeout ?? "10s");

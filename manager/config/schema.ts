@@ -27,6 +27,9 @@ export const CONFIG_SCHEMA = {
         manager_id: { type: "string", default: "", pattern: "^$|^[a-z0-9][a-z0-9.-]{0,62}$", description: "This manager's id among the managers sharing the database (lower case letters, digits, '.', '-'); empty: the host name and a random suffix, new at each start, so two managers on one host never share one.", env: "ONGRID_MANAGER_ID" },
         advertise_url: { type: "string", default: "", pattern: "^$|^https?://", description: "The URL other managers and clients reach this manager at, recorded with its lease; empty: the listener's own URL.", env: "ONGRID_ADVERTISE_URL" },
         lease_ttl: { type: "string", default: "30s", description: "How long this manager's lease in the database lasts without renewal (it renews every third of it); once it lapses the other managers treat it as dead and show its edges offline. Between 3s and 10m.", env: "ONGRID_LEASE_TTL", format: "duration" },
+        cluster_secret: { type: "string", default: "", pattern: "^$|^[\\x21-\\x7e]{32,256}$", description: "The credential managers sharing the database prove to each other on the peer service (32 to 256 printable characters, the same on every manager; never sent: each request carries an HMAC of it). Empty: a random one the first manager wrote into the database.", env: "ONGRID_CLUSTER_SECRET" },
+        peer_ca: { type: "string", default: "", description: "PEM file of the CA that signed the other managers' certificates, for the peer service over TLS; empty: server.tls_cert itself (managers sharing one certificate).", env: "ONGRID_PEER_CA" },
+        presence_poll: { type: "string", default: "1s", description: "How often this manager reads which edges the other managers hold (it also reads at once when one of them announces a change); 100ms to 1m.", env: "ONGRID_PRESENCE_POLL", format: "duration" },
         token_cache: { type: "string", default: "1s", description: "How long the lookup of an API token (its row and its user) is reused before the database is asked again; every check (revoked, expired, user disabled) still runs on each request against it. Revocations and user changes made through this manager apply at once; made through another manager sharing the database, within this time. 0s looks the token up on every request; at most 5m.", env: "ONGRID_TOKEN_CACHE", format: "duration" },
       },
     },
@@ -228,7 +231,7 @@ export const CONFIG_SCHEMA = {
 
 /** The validated configuration. */
 export interface ManagerConfig {
-  server: { manager_id?: string; advertise_url?: string; lease_ttl?: string; host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string; token_cache: string; header_timeout?: string; request_timeout?: string; max_concurrent_streams?: number; max_incomplete_streams?: number; max_connections_per_address?: number };
+  server: { manager_id?: string; advertise_url?: string; lease_ttl?: string; cluster_secret?: string; peer_ca?: string; presence_poll?: string; host: string; port: number; tls_cert: string; tls_key: string; require_tls: boolean; max_request_bytes: number; console_dir: string; auth_failures_per_minute: number; auth_failure_window: string; token_cache: string; header_timeout?: string; request_timeout?: string; max_concurrent_streams?: number; max_incomplete_streams?: number; max_connections_per_address?: number };
   tunnel: { heartbeat_interval: string; max_frame_bytes: number; hello_timeout: string };
   data_dir: string;
   database_url: string;

@@ -3,6 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
+import { EventEmitter } from "node:events";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
@@ -32,6 +33,30 @@ export interface Database {
   close(): Promise<void>;
   /** PGlite: writes the manager's URL into the data directory's lock file, where the CLI finds it (cli/common.ts). */
   advertise?(url: string): Promise<void>;
+  /**
+   * Notifications between the managers sharing the database (M2): PostgreSQL `NOTIFY`, delivered
+   * to every manager listening, this one included; on PGlite (one manager) in process. Payloads
+   * are small (ids, never content: NOTIFY takes at most 8,000 bytes).
+   */
+  notify(channel: string, payload: string): Promise<void>;
+  /** Calls `fn` with each payload sent on `channel`; the returned function stops listening. */
+  listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>;
+}
+
+/** The in-process bus of a database one manager has to itself. */
+function localBus(): Pick<Database, "notify" | "listen"> {
+  const bus = new EventEmitter();
+  bus.setMaxListeners(0);
+  return {
+    async notify(channel, payload) {
+      // Asynchronous like a real NOTIFY: a listener never runs inside the notifier's call.
+      setImmediate(() => bus.emit(channel, payload));
+    },
+    async listen(channel, fn) {
+      bus.on(channel, fn);
+      return async () => void bus.off(channel, fn);
+    },
+  };
 }
 
 /** Where the database lives and how to report on it. */
@@ -77,6 +102,7 @@ async function openPglite(options: OpenDatabaseOptions, migrationsFolder: string
       kind: "pglite",
       pglite: pg,
       advertise: (url) => lock.advertise(url),
+      ...localBus(),
       async close() {
         if (closed) return;
         closed = true;
@@ -160,6 +186,14 @@ async function openPostgres(url: string, options: OpenDatabaseOptions, migration
   return {
     db,
     kind: "postgres",
+    async notify(channel, payload) {
+      await client.notify(channel, payload);
+    },
+    async listen(channel, fn) {
+      // postgres-js keeps one extra connection for LISTEN and re-listens after it reconnects.
+      const sub = await client.listen(channel, fn);
+      return () => sub.unlisten();
+    },
     async close() {
       if (closed) return;
       closed = true;

@@ -7,7 +7,7 @@ import { expect, it } from "vitest";
 import { describeBothBackends } from "../../test/support/pg.ts";
 import { createEdgeStore } from "./edge-store.ts";
 
-const hello = (v: string) => ({ version: v, hostname: `host-${v}`, os: "linux/x64", labels: { team: "a" }, skills: [{ key: "host_load" }] });
+const hello = (v: string) => ({ version: v, hostname: `host-${v}`, os: "linux/x64", labels: { team: "a" }, skills: [{ key: "host_load" }], skillsDigest: "d-host-load" });
 
 describeBothBackends("edge store presence", (backend) => {
   it("writes a hello's presence, then the loss, in order, even when both land in one batch", async () => {
@@ -28,13 +28,31 @@ describeBothBackends("edge store presence", (backend) => {
     expect(await store.get("e2")).toMatchObject({ online: false, lastSeenAt: seen, version: "2.0" });
   });
 
+  it("lets only the holder record an edge gone: an edge that moved to another manager stays online there (M2)", async () => {
+    const db = await backend.open();
+    const a = createEdgeStore(db, "mgr-a");
+    const b = createEdgeStore(db, "mgr-b");
+    await a.enroll("moved");
+    await a.markOnline("moved", hello("1.0"));
+    const before = (await a.get("moved"))!.presenceAt!;
+    expect(before).toBeInstanceOf(Date);
+    // The edge reconnects to b before a notices its loss; a's late loss must not take it offline.
+    await b.markOnline("moved", hello("1.1"));
+    await a.markOffline("moved", new Date());
+    expect(await a.get("moved")).toMatchObject({ online: true, managerId: "mgr-b", version: "1.1", skillsDigest: "d-host-load" });
+    await b.markOffline("moved", new Date());
+    const after = await a.get("moved");
+    expect(after).toMatchObject({ online: false, managerId: "mgr-b" });
+    expect(after!.presenceAt!.getTime()).toBeGreaterThanOrEqual(before.getTime());
+  });
+
   it("writes each edge's own skills when a batch holds shared and distinct skill lists", async () => {
     const db = await backend.open();
     const store = createEdgeStore(db, "mgr-1");
     for (const id of ["s1", "s2", "s3", "s4"]) await store.enroll(id);
     const shared = [{ key: "host_load" }, { key: "tail_file", params: { fields: [{ name: "path" }] } }];
     const own = [{ key: "probe_http" }];
-    const at = (skills: unknown[]) => ({ version: "1", hostname: "h", os: "linux/x64", labels: {}, skills });
+    const at = (skills: unknown[]) => ({ version: "1", hostname: "h", os: "linux/x64", labels: {}, skills, skillsDigest: JSON.stringify(skills) });
     await Promise.all([store.markOnline("s1", at(shared)), store.markOnline("s2", at(own)), store.markOnline("s3", at(shared)), store.markOnline("s4", at([]))]);
     expect((await store.get("s1"))?.skills).toEqual(shared);
     expect((await store.get("s2"))?.skills).toEqual(own);

@@ -42,12 +42,14 @@ export interface Presence {
   os: string;
   labels: Record<string, string>;
   skills: unknown[];
+  /** The inventory digest of `skills`. */
+  skillsDigest: string;
 }
 
 /** Creates the edge store over the manager's database. */
-export function createEdgeStore(database: Database, managerId: string) {
+export function createEdgeStore(database: Database, managerId: string, opts: { onPresenceWritten?: () => void } = {}) {
   const { db } = database;
-  const presence = createPresenceWriter(database, managerId);
+  const presence = createPresenceWriter(database, managerId, () => opts.onPresenceWritten?.());
   // Token lookups, batched like the hub's re-checks: the edges dialling in the same tick (a fleet
   // reconnecting after a restart) are looked up in one query per 1,000.
   const tokens = batched<string, EdgeCredential | undefined>(async (hashes) => {
@@ -80,14 +82,14 @@ export function createEdgeStore(database: Database, managerId: string) {
     async setLabels(id: string, labels: Record<string, string>): Promise<Record<string, string>> {
       checkEdgeId(id);
       const checked = checkLabels(labels);
-      const rows = await db.update(edges).set({ labels: checked }).where(eq(edges.id, id)).returning({ id: edges.id });
+      const rows = await db.update(edges).set({ labels: checked, presenceAt: sql`now()` }).where(eq(edges.id, id)).returning({ id: edges.id });
       if (!rows.length) throw new OngridError("not_found", `unknown edge "${id}"`, "`ongrid edge list` shows the enrolled edges");
       return checked;
     },
 
     /** Revokes the edge's token; false when no such edge is enrolled. */
     async revoke(id: string): Promise<boolean> {
-      const rows = await db.update(edges).set({ revokedAt: new Date(), online: false }).where(eq(edges.id, id)).returning({ id: edges.id });
+      const rows = await db.update(edges).set({ revokedAt: new Date(), online: false, presenceAt: sql`now()` }).where(eq(edges.id, id)).returning({ id: edges.id });
       return rows.length > 0;
     },
 
@@ -137,7 +139,7 @@ export function createEdgeStore(database: Database, managerId: string) {
 
     /** At start: edges this manager held when it stopped are not online any more. */
     async resetPresence(): Promise<void> {
-      await db.update(edges).set({ online: false }).where(eq(edges.managerId, managerId));
+      await db.update(edges).set({ online: false, presenceAt: sql`now()` }).where(and(eq(edges.managerId, managerId), eq(edges.online, true)));
     },
   };
 }
@@ -218,7 +220,7 @@ interface PresenceOp {
  * Per edge the last state wins, in order (a hello followed by a loss in the same batch writes the
  * hello's fields and offline); an edge revoked meanwhile is never marked online.
  */
-function createPresenceWriter(database: Database, managerId: string) {
+function createPresenceWriter(database: Database, managerId: string, written: () => void) {
   const { db } = database;
   let pending = new Map<string, PresenceOp>();
   let running: Promise<void> | undefined;
@@ -237,20 +239,23 @@ function createPresenceWriter(database: Database, managerId: string) {
         const p = op.presence!;
         let i = index.get(p.skills);
         if (i === undefined) index.set(p.skills, (i = lists.push(p.skills) - 1));
-        return { id, online: op.online, last_seen: op.lastSeen.toISOString(), version: p.version, hostname: p.hostname, os: p.os, labels: p.labels, skills: i };
+        return { id, online: op.online, last_seen: op.lastSeen.toISOString(), version: p.version, hostname: p.hostname, os: p.os, labels: p.labels, skills: i, digest: p.skillsDigest };
       });
       await db.execute(
-        sql`update edges as e set online = r.online, last_seen_at = r.last_seen, manager_id = ${managerId}, version = r.version, hostname = r.hostname, os = r.os, reported_labels = r.labels, skills = (${JSON.stringify(lists)}::jsonb) -> r.skills
-            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, online boolean, last_seen timestamptz, version text, hostname text, os text, labels jsonb, skills int)
+        sql`update edges as e set online = r.online, last_seen_at = r.last_seen, manager_id = ${managerId}, version = r.version, hostname = r.hostname, os = r.os, reported_labels = r.labels, skills = (${JSON.stringify(lists)}::jsonb) -> r.skills, skills_digest = r.digest, presence_at = now()
+            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, online boolean, last_seen timestamptz, version text, hostname text, os text, labels jsonb, skills int, digest text)
             where e.id = r.id and (e.revoked_at is null or not r.online)`,
       );
     }
     if (bare.length) {
+      // Only while this manager is the holder: an edge that moved to another manager (failover,
+      // rebalancing) before this one noticed the loss stays online there.
       const rows = bare.map(([id, op]) => ({ id, last_seen: op.lastSeen.toISOString() }));
       await db.execute(
-        sql`update edges as e set online = false, last_seen_at = r.last_seen from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, last_seen timestamptz) where e.id = r.id`,
+        sql`update edges as e set online = false, last_seen_at = r.last_seen, presence_at = now() from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, last_seen timestamptz) where e.id = r.id and (e.manager_id = ${managerId} or not e.online)`,
       );
     }
+    written();
   }
 
   async function drain(): Promise<void> {

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { and, eq, gt, lt, ne, notInArray } from "drizzle-orm";
+import { and, eq, gt, lt, ne, notInArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Database } from "../db/client.ts";
 import { edges, managers, type ManagerRow } from "../db/schema/index.ts";
@@ -49,7 +49,7 @@ export function createManagerLease(o: { database: Database; id: string; version:
     const alive = db.select({ id: managers.id }).from(managers).where(gt(managers.leaseUntil, at));
     const cleared = await db
       .update(edges)
-      .set({ online: false })
+      .set({ online: false, presenceAt: sql`now()` })
       .where(and(eq(edges.online, true), ne(edges.managerId, o.id), notInArray(edges.managerId, alive)))
       .returning({ id: edges.id });
     await db.delete(managers).where(lt(managers.leaseUntil, new Date(now() - FORGET_AFTER_MS)));

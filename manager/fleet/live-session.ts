@@ -28,6 +28,8 @@ export interface EdgeSession {
   skills: ReadonlyMap<string, Skill>;
   readonly connectedAt: Date;
   lastHeard: number;
+  /** The manager holding the edge's tunnel when it is another one (M2); absent for this manager's own edges. */
+  readonly manager?: string;
 }
 
 /** A session as the hub's parts see it: its stream, its calls in flight, its place on the heartbeat wheel. */

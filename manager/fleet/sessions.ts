@@ -72,6 +72,7 @@ export function createSessions(opts: { store: EdgeStore; log: Logger; managerVer
         os: hello.os,
         labels: { ...hello.labels },
         skills: inv.json,
+        skillsDigest: inv.digest,
       })
       .catch((err) => log.error({ err: String(err), edge: edge.id }, "could not record edge presence"));
     log.info({ edge: edge.id, version: hello.version, skills: skills.size }, "edge connected");
@@ -94,7 +95,7 @@ export function createSessions(opts: { store: EdgeStore; log: Logger; managerVer
     }
     const h = session.hello;
     store
-      .markOnline(session.edgeId, { version: h.version, hostname: h.hostname, os: h.os, labels: { ...h.labels }, skills: inv.json })
+      .markOnline(session.edgeId, { version: h.version, hostname: h.hostname, os: h.os, labels: { ...h.labels }, skills: inv.json, skillsDigest: inv.digest })
       .catch((err) => log.error({ err: String(err), edge: session.edgeId }, "could not record the edge's new skills"));
     log.info({ edge: session.edgeId, skills: session.skills.size }, "edge skills changed");
   }

@@ -3,7 +3,7 @@ import { expect, test } from "vitest";
 import { canonicalJson } from "../../../skill/canonical.ts";
 import { OngridError } from "../../../skill/errors.ts";
 import { describeBothBackends } from "../../../test/support/pg.ts";
-import type { ApprovalRow } from "../../db/schema/index.ts";
+import { managers, type ApprovalRow } from "../../db/schema/index.ts";
 import { createApprovalStore, FINAL_STATES, paramsHash, type NewApproval } from "./store.ts";
 import { rejection } from "../../../test/support/rejection.ts";
 
@@ -200,10 +200,42 @@ describeBothBackends("approval store", (backend) => {
     expect(failed.map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
     for (const r of failed) {
       expect(r.state).toBe("failed");
-      expect(r.reason).toMatch(/the manager stopped while the approved call was running/);
+      expect(r.reason).toMatch(/the manager running the approved call stopped while it ran/);
     }
     expect((await store.get(pending.id))!.state).toBe("pending");
     expect(await store.failInterrupted()).toEqual([]);
+  });
+
+  test("a running call belongs to its manager: another live manager never fails it; the lapse of its lease does (M2)", async () => {
+    const database = await backend.open();
+    const a = createApprovalStore(database, { managerId: "mgr-a" });
+    const b = createApprovalStore(database, { managerId: "mgr-b" });
+    const lease = async (id: string, untilMs: number) => {
+      const at = new Date();
+      await database.db
+        .insert(managers)
+        .values({ id, startedAt: at, renewedAt: at, leaseUntil: new Date(at.getTime() + untilMs) })
+        .onConflictDoUpdate({ target: managers.id, set: { leaseUntil: new Date(at.getTime() + untilMs) } });
+    };
+    await lease("mgr-a", 60_000);
+    await lease("mgr-b", 60_000);
+    const onA = await recorded(a, request());
+    const voted = await a.vote(onA.id, "alice", "");
+    expect(voted).toMatchObject({ quorum: true, row: { state: "running", runningManager: "mgr-a" } });
+    // b starting (its own and dead managers' calls) and b's periodic sweep leave a's call running.
+    expect(await b.failInterrupted(true)).toEqual([]);
+    expect(await b.failInterrupted(false)).toEqual([]);
+    expect((await b.get(onA.id))!.state).toBe("running");
+    // Once a's lease lapses, b's sweep fails it.
+    await lease("mgr-a", -1_000);
+    const failed = await b.failInterrupted(false);
+    expect(failed.map((r) => r.id)).toEqual([onA.id]);
+    // A manager restarting under its own id fails what its previous run left running.
+    await lease("mgr-a", 60_000);
+    const again = await recorded(a, request());
+    await a.vote(again.id, "alice", "");
+    expect(await b.failInterrupted(false)).toEqual([]);
+    expect((await a.failInterrupted(true)).map((r) => r.id)).toEqual([again.id]);
   });
 
   test("waitFinal resolves on a later finish, at once for a final row, and rejects on abort", async () => {

@@ -38,13 +38,25 @@ export function paramsHash(params: unknown): string {
   return createHash("sha256").update(canonicalJson(params)).digest("hex");
 }
 
-/** Creates the store; `changes` emits every row after a state change ("change", row). */
-export function createApprovalStore(database: Database) {
+/** Channel on which managers sharing the database announce approval changes (payload: `<manager id> <request id>`). */
+export const APPROVALS_CHANNEL = "ongrid_approvals";
+
+/**
+ * Creates the store; `changes` emits every row after a state change ("change", row), made by
+ * this manager or, once `listen()` runs, by any other manager sharing the database (M2).
+ * `managerId` is this manager's: the owner of the approved calls it runs.
+ */
+export function createApprovalStore(database: Database, opts: { managerId?: string; onAnnounceError?: (err: Error) => void } = {}) {
   const { db } = database;
+  const self = opts.managerId ?? "";
   const changes = new EventEmitter();
   changes.setMaxListeners(0);
+  const shared = database.kind === "postgres" && Boolean(self);
   const emit = (rows: ApprovalRow[]) => {
-    for (const r of rows) changes.emit("change", r);
+    for (const r of rows) {
+      changes.emit("change", r);
+      if (shared) database.notify(APPROVALS_CHANNEL, `${self} ${r.id}`).catch((err: Error) => opts.onAnnounceError?.(err));
+    }
     return rows;
   };
 
@@ -55,6 +67,19 @@ export function createApprovalStore(database: Database) {
   return {
     changes,
     get,
+
+    /** Relays the other managers' changes to `changes` (each row read once as it is now); the returned function stops it. */
+    async listen(): Promise<() => Promise<void>> {
+      if (!shared) return async () => {};
+      return database.listen(APPROVALS_CHANNEL, (payload) => {
+        const [from, id] = payload.split(" ");
+        if (from === self || !id) return;
+        get(id).then(
+          (row) => row && changes.emit("change", row),
+          (err: Error) => opts.onAnnounceError?.(err),
+        );
+      });
+    },
 
     async create(n: NewApproval): Promise<ApprovalRow> {
       const now = new Date();
@@ -117,6 +142,8 @@ export function createApprovalStore(database: Database) {
         .set({
           votes: sql`${approvals.votes} || ${JSON.stringify([vote])}::jsonb`,
           state: sql`case when jsonb_array_length(${approvals.votes}) + 1 >= ${approvals.requiredApprovals} then 'running' else 'pending' end`,
+          // The manager completing the quorum runs the call and owns it while it runs.
+          runningManager: self,
           updatedAt: now,
         })
         .where(
@@ -185,13 +212,18 @@ export function createApprovalStore(database: Database) {
       );
     },
 
-    /** At start: calls left running by a manager that stopped cannot be resumed; they fail. */
-    async failInterrupted(): Promise<ApprovalRow[]> {
+    /**
+     * Calls whose running manager is gone cannot be resumed; they fail. A call belongs to the
+     * manager running it: this manager fails its own (`includeOwn`, at its start: a previous run
+     * under the same id) and those of managers whose lease is not live, never another live one's.
+     */
+    async failInterrupted(includeOwn = true): Promise<ApprovalRow[]> {
+      const live = sql`(select id from managers where lease_until > now()${includeOwn ? sql` and id <> ${self}` : sql``})`;
       return emit(
         await db
           .update(approvals)
-          .set({ state: "failed", reason: "the manager stopped while the approved call was running; its outcome is unknown", updatedAt: new Date() })
-          .where(eq(approvals.state, "running"))
+          .set({ state: "failed", reason: "the manager running the approved call stopped while it ran; its outcome is unknown", updatedAt: new Date() })
+          .where(and(eq(approvals.state, "running"), includeOwn ? sql`${approvals.runningManager} not in ${live}` : and(ne(approvals.runningManager, self), sql`${approvals.runningManager} not in ${live}`)))
           .returning(),
       );
     },

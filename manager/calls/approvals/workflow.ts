@@ -15,6 +15,8 @@ import type { ApprovalStore } from "./store.ts";
 
 /** How often pending requests are checked for expiry. */
 const SWEEP_MS = 1000;
+/** Every this many sweeps, running calls of managers whose lease lapsed are failed. */
+const RECOVER_EVERY = 10;
 
 /** Whether a caller may see a request: its requester always; approvers and admins when the target edge is in their reach. */
 export function canSee(caller: Caller, row: ApprovalRow): boolean {
@@ -144,6 +146,17 @@ export function createApprovalWorkflow(deps: WorkflowDeps) {
     }
   }
 
+  /**
+   * Fails approved calls whose running manager is gone, auditing each: at start (`includeOwn`)
+   * this manager's previous run's too; afterwards (the sweep, every 10 s) those of managers
+   * whose lease lapsed. A live manager's running call is never failed by another (M2).
+   */
+  async function recover(includeOwn = true): Promise<void> {
+    for (const row of await store.failInterrupted(includeOwn)) {
+      await audited({ userId: row.requesterUserId, role: row.requesterRole }, { toolName: row.skillKey, id: row.id, row }, "allow", `approval_interrupted: ${row.reason}`, `unavailable: ${row.reason}`);
+    }
+  }
+
   let sweeping = false;
   let timer: NodeJS.Timeout | undefined;
 
@@ -152,18 +165,15 @@ export function createApprovalWorkflow(deps: WorkflowDeps) {
     deny,
     sweep,
     canSee,
-    /** Fails requests left running by a previous manager process, auditing each. */
-    async recover(): Promise<void> {
-      for (const row of await store.failInterrupted()) {
-        await audited({ userId: row.requesterUserId, role: row.requesterRole }, { toolName: row.skillKey, id: row.id, row }, "allow", `approval_interrupted: ${row.reason}`, `unavailable: ${row.reason}`);
-      }
-    },
+    recover,
     /** Starts the expiry sweep (the manager does; the CLI does not). */
     start(): void {
+      let ticks = 0;
       timer ??= setInterval(() => {
         if (sweeping) return;
         sweeping = true;
-        sweep()
+        const lapsed = ++ticks % RECOVER_EVERY === 0 ? recover(false) : Promise.resolve();
+        Promise.all([sweep(), lapsed])
           .catch((err) => log.error({ err: String(err) }, "approval expiry sweep failed"))
           .finally(() => (sweeping = false));
       }, SWEEP_MS);

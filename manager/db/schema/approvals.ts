@@ -47,6 +47,8 @@ export const approvals = pgTable(
     result: jsonb("result"),
     requestAuditSeq: bigint("request_audit_seq", { mode: "number" }).notNull().default(0),
     executionAuditSeq: bigint("execution_audit_seq", { mode: "number" }).notNull().default(0),
+    /** The manager running the approved call (state running): only it, or the lapse of its lease, fails it (M2). */
+    runningManager: text("running_manager").notNull().default(""),
     updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
   },
   (t) => [index("approvals_state_idx").on(t.state, t.expiresAt), index("approvals_created_at_idx").on(t.createdAt)],

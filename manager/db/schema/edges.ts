@@ -21,8 +21,12 @@ export const edges = pgTable(
     reportedLabels: jsonb("reported_labels").$type<Record<string, string>>().notNull().default({}),
     /** The skill metadata of the last hello, as the contract's JSON. */
     skills: jsonb("skills").$type<unknown[]>().notNull().default([]),
+    /** The inventory digest of `skills` (managers reading another's edges parse each distinct list once). */
+    skillsDigest: text("skills_digest").notNull().default(""),
+    /** When the presence columns last changed (database clock): what other managers poll for (M2). */
+    presenceAt: timestamp("presence_at", { withTimezone: true, precision: 3, mode: "date" }),
   },
-  (t) => [index("edges_token_hash_idx").on(t.tokenHash)],
+  (t) => [index("edges_token_hash_idx").on(t.tokenHash), index("edges_presence_at_idx").on(t.presenceAt)],
 );
 
 /** A row of edges as read. */

@@ -19,3 +19,14 @@ export const managers = pgTable(
 
 /** A row of managers as read. */
 export type ManagerRow = typeof managers.$inferSelect;
+
+/**
+ * The cluster credential peers prove to each other (M2), when `server.cluster_secret` is not set:
+ * the first manager to start writes a random one; every manager sharing the database reads it.
+ */
+export const clusterSecrets = pgTable("cluster_secrets", {
+  name: text("name").primaryKey(),
+  /** 32 random bytes, base64url. Readable by whoever can read the database, like the audit key material. */
+  secret: text("secret").notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true, precision: 3, mode: "date" }).notNull(),
+});

@@ -32,5 +32,6 @@ export function edgeToProto(row: EdgeRow, hub: Hub, full: boolean): Edge {
     skills: full ? skills : skills.map((m) => create(MetadataSchema, { key: m.key, class: m.class, scope: m.scope })),
     revoked: Boolean(row.revokedAt),
     enrolledAt: timestampFromDate(row.enrolledAt),
+    managerId: live ? (live.manager ?? row.managerId) : "",
   });
 }
