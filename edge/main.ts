@@ -15,7 +15,7 @@ import { EDGE_ID_PATTERN, edgeIdFromHostname, labelProblem } from "../skill/iden
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 import { dialForever } from "./tunnel/dialer.ts";
-import { createTunnelTransport } from "./tunnel/transport.ts";
+import { createDialPlan } from "./tunnel/targets.ts";
 
 export { EDGE_VERSION };
 
@@ -51,7 +51,9 @@ export function buildEdgeProgram(): Command {
   return new Command("ongrid-edge")
     .description("ongrid edge agent: dials out to the manager and runs host skills")
     .version(EDGE_VERSION)
-    .option("--manager <url>", "manager URL, e.g. https://ongrid.example:7070 (ONGRID_MANAGER_URL)", env.ONGRID_MANAGER_URL)
+    .option("--manager <urls>", "manager URL, e.g. https://ongrid.example:7070, or several separated by commas (the edge holds one tunnel, to one of them, and moves to another on loss; a name resolving to several addresses counts as several) (ONGRID_MANAGER_URL)", env.ONGRID_MANAGER_URL)
+    .option("--manager-order <order>", "which manager an edge prefers: random (an order drawn once per edge: the fleet spreads over the managers) or first (as listed) (ONGRID_MANAGER_ORDER)", env.ONGRID_MANAGER_ORDER ?? "random")
+    .option("--rebalance-interval <duration>", "how often an edge away from its preferred manager checks whether that one answers again and moves back, jittered ±50%; 0s: never (ONGRID_EDGE_REBALANCE_INTERVAL)", env.ONGRID_EDGE_REBALANCE_INTERVAL ?? "60s")
     .option("--token <token>", "edge token from `ongrid edge enroll ID` (ONGRID_EDGE_TOKEN)", env.ONGRID_EDGE_TOKEN)
     .option("--token-file <file>", "read the token from a file instead (ONGRID_EDGE_TOKEN_FILE)", env.ONGRID_EDGE_TOKEN_FILE)
     .option("--id <id>", "edge id (ONGRID_EDGE_ID; default: this host's name, lower-cased)", env.ONGRID_EDGE_ID)
@@ -71,14 +73,29 @@ export function buildEdgeProgram(): Command {
     .option("--log-level <level>", "trace|debug|info|warn|error (ONGRID_LOG_LEVEL)", env.ONGRID_LOG_LEVEL ?? "info")
     .action(async (o) => {
       if (!o.manager) bad("--manager", "is required (or set ONGRID_MANAGER_URL)");
-      let url: URL;
+      const given = String(o.manager).split(",").map((u) => u.trim());
+      if (given.some((u) => !u)) bad("--manager", "has an empty entry in its comma-separated list");
+      if (given.length > 32) bad("--manager", "at most 32 manager URLs");
+      const urls = given.map((u) => {
+        let url: URL;
+        try {
+          url = new URL(u);
+        } catch {
+          bad("--manager", `"${u}" is not a URL`);
+        }
+        const urlProblem = managerUrlProblem(url, () => (o.requireTls || envFlag("ONGRID_REQUIRE_TLS") ? "--require-tls / ONGRID_REQUIRE_TLS" : undefined));
+        if (urlProblem) bad("--manager", given.length > 1 ? `"${u}": ${urlProblem}` : urlProblem);
+        return url;
+      });
+      const url = urls[0];
+      if (o.managerOrder !== "random" && o.managerOrder !== "first") bad("--manager-order", `must be random or first, not "${String(o.managerOrder).slice(0, 40)}"`);
+      let rebalanceMs: number;
       try {
-        url = new URL(o.manager);
-      } catch {
-        bad("--manager", `"${o.manager}" is not a URL`);
+        rebalanceMs = parseDuration(o.rebalanceInterval);
+      } catch (err) {
+        bad("--rebalance-interval", (err as Error).message);
       }
-      const urlProblem = managerUrlProblem(url, () => (o.requireTls || envFlag("ONGRID_REQUIRE_TLS") ? "--require-tls / ONGRID_REQUIRE_TLS" : undefined));
-      if (urlProblem) bad("--manager", urlProblem);
+      if (rebalanceMs !== 0 && rebalanceMs < 1000) bad("--rebalance-interval", "must be 0s (never) or at least 1s");
       let token: string = o.token ?? "";
       if (o.tokenFile) {
         try {
@@ -111,8 +128,10 @@ export function buildEdgeProgram(): Command {
         }
       }
       const log = pino({ level: o.logLevel, base: { svc: "ongrid-edge", edge: id } }, pino.destination(2));
-      if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
-        log.warn({ manager: url.origin }, "the manager URL is plaintext http://: the edge token and every call cross the network in clear; use https:// (--require-tls refuses plaintext)");
+      for (const u of urls) {
+        if (u.protocol === "http:" && !isLoopbackHost(u.hostname)) {
+          log.warn({ manager: u.origin }, "the manager URL is plaintext http://: the edge token and every call cross the network in clear; use https:// (--require-tls refuses plaintext)");
+        }
       }
       const readRoots = (o.execReadRoot as string[]).filter(Boolean);
       const badRoot = readRoots.find((r) => !isAbsolute(r));
@@ -141,11 +160,11 @@ export function buildEdgeProgram(): Command {
         const r = packs.rescan();
         log.info({ loaded: r.loaded.length, problems: r.problems.length }, "SIGHUP: skill packs rescanned");
       });
-      const transport = createTunnelTransport(url.toString().replace(/\/$/, ""), { ca });
+      const plan = createDialPlan({ urls, order: o.managerOrder, rebalanceMs, ca });
       const stop = new AbortController();
       for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => stop.abort());
-      console.log(`ongrid-edge ${EDGE_VERSION} "${id}" dialing ${url.origin} (${runtime.registry.size} skills)`);
-      await dialForever(transport, token, runtime, { baseMs: 250, maxMs: maxBackoff }, stop.signal);
+      console.log(`ongrid-edge ${EDGE_VERSION} "${id}" dialing ${urls.length > 1 ? urls.map((u) => u.origin).join(", ") : url.origin} (${runtime.registry.size} skills)`);
+      await dialForever(plan, token, runtime, { baseMs: 250, maxMs: maxBackoff }, stop.signal);
       process.exit(0);
     });
 }

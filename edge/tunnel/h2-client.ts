@@ -25,6 +25,11 @@ export interface H2ClientOptions {
    * retransmissions (1, 2, 4, 8 … s apart), so an edge could come back long after the network did.
    */
   connectTimeoutMs?: number;
+  /**
+   * The address to open the TCP connection to instead of the URL's host (one of several a manager
+   * name resolves to); the URL's host still names the server (TLS SNI and certificate, :authority).
+   */
+  connectAddress?: string;
 }
 
 /** Default of H2ClientOptions.connectTimeoutMs. */
@@ -144,8 +149,8 @@ class Call {
     const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
     const port = Number(url.port || (secure ? 443 : 80));
     this.socket = secure
-      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ca: opts.ca, ALPNProtocols: ["h2"] })
-      : net.connect({ host, port });
+      ? tls.connect({ host: opts.connectAddress ?? host, port, servername: net.isIP(host) ? undefined : host, ca: opts.ca, ALPNProtocols: ["h2"] })
+      : net.connect({ host: opts.connectAddress ?? host, port });
     this.socket.setNoDelay(true);
     this.socket.on("error", (err) => {
       this.socketError ??= err;

@@ -87,7 +87,7 @@ function failure(code: string, message: string, hint: string, edgeId: string): R
 }
 
 /** Runs one session until the stream ends or `signal` aborts. Never throws. */
-export async function runSession(transport: Transport, token: string, rt: EdgeRuntime, signal: AbortSignal): Promise<SessionEnd> {
+export async function runSession(transport: Transport, token: string, rt: EdgeRuntime, signal: AbortSignal, track?: { calls: number }): Promise<SessionEnd> {
   const macKey = evidenceKey(token);
   const client = createClient(EdgeTunnelService, transport);
   const out = createChannel<Frame>();
@@ -149,6 +149,7 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
     const received = Date.now();
     const ctl = new AbortController();
     running.set(x.callId, ctl);
+    if (track) track.calls++;
     const deadline = AbortSignal.timeout(Math.max(1, x.timeoutMs));
     const gate = AbortSignal.any([ctl.signal, deadline]);
     try {
@@ -203,6 +204,7 @@ export async function runSession(transport: Transport, token: string, rt: EdgeRu
       }
     } finally {
       running.delete(x.callId);
+      if (track) track.calls--;
     }
   }
 
