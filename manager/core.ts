@@ -94,7 +94,17 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   const managerId = managerIdOf(config.server.manager_id ?? "");
   let cluster: Cluster | undefined;
   const edges = createEdgeStore(database, managerId, { onPresenceWritten: () => cluster?.announce() });
-  const lease = createManagerLease({ database, id: managerId, version: MANAGER_VERSION, ttlMs: parseDuration(config.server.lease_ttl ?? "30s"), log });
+  const lease = createManagerLease({
+    database,
+    id: managerId,
+    version: MANAGER_VERSION,
+    ttlMs: parseDuration(config.server.lease_ttl ?? "30s"),
+    log,
+    onRecovered: async () => {
+      await edges.reassert(localHub.sessions().map((s) => s.edgeId));
+      cluster?.announce();
+    },
+  });
   const localHub = createHub({
     store: edges,
     log,

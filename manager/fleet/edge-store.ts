@@ -1,6 +1,6 @@
 /** Enrolled edges in the database: tokens (hashed), revocation and last known presence (C4). */
 import { createHash, randomBytes } from "node:crypto";
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { edges, type EdgeRow } from "../db/schema/index.ts";
@@ -135,6 +135,23 @@ export function createEdgeStore(database: Database, managerId: string, opts: { o
     /** Resolves once every presence write queued so far is in the database. */
     flushPresence(): Promise<void> {
       return presence.flush();
+    },
+
+    /**
+     * After this manager's lease lapsed and was renewed: the edges it still holds (`ids`) are
+     * online again, unless revoked or meanwhile held by another manager.
+     */
+    async reassert(ids: string[]): Promise<number> {
+      let n = 0;
+      for (let i = 0; i < ids.length; i += LOOKUP_CHUNK) {
+        const rows = await db
+          .update(edges)
+          .set({ online: true, presenceAt: sql`now()` })
+          .where(and(inArray(edges.id, ids.slice(i, i + LOOKUP_CHUNK)), eq(edges.managerId, managerId), isNull(edges.revokedAt)))
+          .returning({ id: edges.id });
+        n += rows.length;
+      }
+      return n;
     },
 
     /** At start: edges this manager held when it stopped are not online any more. */

@@ -6,6 +6,7 @@ import { describeBothBackends } from "../../test/support/pg.ts";
 import type { Database } from "../db/client.ts";
 import { edges, managers } from "../db/schema/index.ts";
 import { createManagerLease, managerIdOf } from "./lease.ts";
+import { createEdgeStore } from "./edge-store.ts";
 
 const log = pino({ level: "silent" });
 
@@ -72,5 +73,36 @@ describeBothBackends("manager leases", (backend) => {
     expect(await online(database, "e-old")).toBe(backend.kind !== "pglite");
     expect((await next.live()).map((m) => m.id)).toEqual(backend.kind === "pglite" ? ["mgr-new"] : ["mgr-new", "mgr-old"].sort());
     await next.stop();
+  });
+
+  it("a manager whose lease lapsed and is renewed records the edges it still holds online again", async () => {
+    const database = await backend.open();
+    let t = Date.parse("2026-12-06T00:00:00Z");
+    const clock = () => t;
+    let recovered = 0;
+    const store = createEdgeStore(database, "mgr-a");
+    const a = createManagerLease({ database, id: "mgr-a", version: "1", ttlMs: 30_000, log, now: clock, onRecovered: async () => void (recovered += await store.reassert(["e-held", "e-moved", "e-revoked"])) });
+    const b = createManagerLease({ database, id: "mgr-b", version: "1", ttlMs: 30_000, log, now: clock });
+    await a.renew();
+    await b.renew();
+    await edge(database, "e-held", "mgr-a");
+    await edge(database, "e-moved", "mgr-a");
+    await edge(database, "e-revoked", "mgr-a");
+    // a cannot renew for 40 s (its database out of reach); b clears its edges meanwhile.
+    t += 40_000;
+    await b.renew();
+    expect(await online(database, "e-held")).toBe(false);
+    // Meanwhile one edge moved to b, one was revoked.
+    await database.db.update(edges).set({ online: true, managerId: "mgr-b" }).where(eq(edges.id, "e-moved"));
+    await database.db.update(edges).set({ revokedAt: new Date() }).where(eq(edges.id, "e-revoked"));
+    // A renewal within the lease does not call it; the one after the lapse does.
+    await a.renew();
+    expect(recovered).toBe(1);
+    expect(await online(database, "e-held")).toBe(true);
+    expect(await online(database, "e-revoked")).toBe(false);
+    expect((await database.db.select().from(edges).where(eq(edges.id, "e-moved")))[0]).toMatchObject({ online: true, managerId: "mgr-b" });
+    t += 5_000;
+    await a.renew();
+    expect(recovered).toBe(1);
   });
 });

@@ -36,7 +36,20 @@ export interface ManagerLease {
 }
 
 /** Creates the lease; nothing is written until start(). `now` is for tests. */
-export function createManagerLease(o: { database: Database; id: string; version: string; ttlMs: number; log: Logger; now?: () => number }): ManagerLease {
+export function createManagerLease(o: {
+  database: Database;
+  id: string;
+  version: string;
+  ttlMs: number;
+  log: Logger;
+  now?: () => number;
+  /**
+   * Called after a renewal that follows a lapse (no renewal for longer than the lease: a slow or
+   * partitioned database). The others may have shown this manager's edges offline meanwhile; the
+   * hub records the ones it still holds online again.
+   */
+  onRecovered?: () => Promise<void>;
+}): ManagerLease {
   const db = o.database.db;
   const now = o.now ?? Date.now;
   let url = "";
@@ -57,14 +70,23 @@ export function createManagerLease(o: { database: Database; id: string; version:
     return cleared.length;
   }
 
+  let lastRenewed = 0;
+
   async function renewOnce(): Promise<void> {
     const at = new Date(now());
     const until = new Date(now() + o.ttlMs);
     startedAt ??= at;
+    const lapsed = lastRenewed > 0 && at.getTime() - lastRenewed > o.ttlMs;
     await db
       .insert(managers)
       .values({ id: o.id, advertiseUrl: url, hostname: hostname(), version: o.version, startedAt, renewedAt: at, leaseUntil: until })
       .onConflictDoUpdate({ target: managers.id, set: { advertiseUrl: url, renewedAt: at, leaseUntil: until, version: o.version } });
+    const gap = at.getTime() - lastRenewed;
+    lastRenewed = at.getTime();
+    if (lapsed) {
+      o.log.warn({ since_last_renewal_ms: gap }, "this manager's lease had lapsed (the database was out of reach); renewed, recording its edges online again");
+      await o.onRecovered?.();
+    }
     await clearLapsed();
   }
 

@@ -7,6 +7,9 @@
  * gets `unavailable` naming the holder, and whether it ran is for the audit row to say.
  */
 import { readFileSync } from "node:fs";
+import net, { isIP } from "node:net";
+import type { Duplex } from "node:stream";
+import tls from "node:tls";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -37,6 +40,24 @@ interface Waiting extends ForwardedCall {
   reject(e: Error): void;
 }
 
+/** A peer's TCP connect (and TLS handshake) must complete within this. */
+const CONNECT_TIMEOUT_MS = 3_000;
+/** While calls are open on a peer connection, a PING every this long… */
+const PING_INTERVAL_MS = 2_000;
+/** …answered within this, or the connection and its calls end `unavailable`. */
+const PING_TIMEOUT_MS = 3_000;
+
+/** Opens the socket of a peer connection, failing it after CONNECT_TIMEOUT_MS. */
+function dial(authority: URL, secure: boolean, ca: Buffer | undefined): Duplex {
+  const host = authority.hostname.replace(/^\[(.*)\]$/, "$1");
+  const port = Number(authority.port || (secure ? 443 : 80));
+  const socket = secure ? tls.connect({ host, port, servername: isIP(host) ? undefined : host, ALPNProtocols: ["h2"], ...(ca ? { ca } : {}) }) : net.connect({ host, port });
+  const timer = setTimeout(() => socket.destroy(new Error(`could not connect within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+  socket.once(secure ? "secureConnect" : "connect", () => clearTimeout(timer));
+  socket.once("close", () => clearTimeout(timer));
+  return socket;
+}
+
 /** Margin over the longest call of a request for the RPC's own deadline (the edge enforces each call's). */
 const DEADLINE_MARGIN_MS = 5_000;
 
@@ -55,9 +76,14 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
     let c = clients.get(url);
     if (!c) {
       if (url.startsWith("https:") && o.tlsCa && !ca) ca = readFileSync(o.tlsCa);
+      const secure = url.startsWith("https:");
       const transport = createGrpcTransport({
         baseUrl: url,
-        ...(url.startsWith("https:") && ca ? { nodeOptions: { ca } } : {}),
+        // A bounded connect (a partitioned peer would otherwise hold a call for the kernel's SYN
+        // retries), and PINGs while calls are open, so a peer that goes silent mid-call is noticed.
+        nodeOptions: { createConnection: (authority: URL) => dial(authority, secure, ca) },
+        pingIntervalMs: PING_INTERVAL_MS,
+        pingTimeoutMs: PING_TIMEOUT_MS,
         // Results of a large fan-out arrive as a few big messages.
         readMaxBytes: 256 * 1024 * 1024,
       });
