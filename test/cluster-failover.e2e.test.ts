@@ -167,3 +167,25 @@ describe.skipIf(reason !== null && !requirePg)(`manager failover on one database
     expect(await holderSeenBy("m2", "fo-3")).toBe("m3");
   }, 60_000);
 });
+
+describe("the edge's manager list flags", () => {
+  const run = async (args: string[]) => {
+    const { child, output } = spawnEdge([...args, "--token", "ogt_x", "--id", "flags"]);
+    const code = await new Promise<number | null>((r) => child.once("exit", r));
+    return { code, out: output() };
+  };
+  test("refuse an empty entry, a bad URL in the list, a bad order and a too short rebalance interval, naming the flag", async () => {
+    let r = await run(["--manager", "http://127.0.0.1:1,,http://127.0.0.1:2"]);
+    expect(r.code).toBe(2);
+    expect(r.out).toMatch(/--manager: has an empty entry/);
+    r = await run(["--manager", "http://127.0.0.1:1,ftp://127.0.0.1:2"]);
+    expect(r.code).toBe(2);
+    expect(r.out).toMatch(/--manager: "ftp:\/\/127\.0\.0\.1:2": /);
+    r = await run(["--manager", "http://127.0.0.1:1", "--manager-order", "nearest"]);
+    expect(r.code).toBe(2);
+    expect(r.out).toMatch(/--manager-order: must be random or first/);
+    r = await run(["--manager", "http://127.0.0.1:1", "--rebalance-interval", "10ms"]);
+    expect(r.code).toBe(2);
+    expect(r.out).toMatch(/--rebalance-interval: must be 0s \(never\) or at least 1s/);
+  });
+});

@@ -195,6 +195,21 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
     }
   });
 
+  test("one audit chain under three concurrent writers: every call has exactly one row and the chain verifies", async () => {
+    const run = `chain-${Date.now()}`;
+    const calls: Array<Promise<unknown>> = [];
+    for (const m of ms) for (let i = 0; i < 40; i++) {
+      const edgeId = i % 2 ? "edge-on-a" : "edge-on-b";
+      calls.push(client(m, "olga").skills.executeSkill({ key: "exec", edgeId, input: { case: "params", value: { command: `echo ${run}-${m.lease.id}-${i}` } as never } }));
+    }
+    const settled = await Promise.allSettled(calls);
+    expect(settled.filter((r) => r.status === "rejected")).toEqual([]);
+    const rows = await auditRows(ms[B], (r) => r.toolName === "exec" && JSON.stringify(r.args).includes(run));
+    expect(rows.length).toBe(120);
+    expect(new Set(rows.map((r) => JSON.stringify(r.args))).size).toBe(120);
+    for (const m of ms) expect((await m.audit.verify()).ok).toBe(true);
+  });
+
   test("the peer service takes the cluster credential only: no proof, a user's token, or a wrong secret are refused", async () => {
     const peer = (headers: Record<string, string>) =>
       createClient(PeerService, createGrpcTransport({ baseUrl: ms[A].url, interceptors: [(next) => (req) => (Object.entries(headers).forEach(([k, v]) => req.header.set(k, v)), next(req))] }));

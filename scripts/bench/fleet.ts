@@ -58,6 +58,7 @@ import { loadConfig } from "../../manager/config/load.ts";
 import { startManager } from "../../manager/main.ts";
 import { freePort } from "../../test/support/free-port.ts";
 import { closedLoop } from "./lib/closed-loop.ts";
+import { timeFanOuts } from "./lib/fan-out.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const HERE = import.meta.dirname;
@@ -319,28 +320,11 @@ async function fleetSection(mgr: { proc: ManagerProc; port: number; dataDir: str
   await gc?.close();
 
   log(`fan-out: FanOutSkill selector "bench=1" to ${N} edges, 1 warm-up + ${o.fanOutRuns} runs`);
-  const fanRuns: Array<{ ms: number; managerMs: number; results: number; succeeded: number; cpuMs: Record<string, number> }> = [];
   // Where the CPU goes during a fan-out (the two cores are shared): the manager, the simulated
   // edges, PostgreSQL, and this process (the Connect client decoding one event per edge).
   const fanCpu = () =>
     cpuMeter({ manager: () => [mgr.proc.child.pid], "simulated edges": () => fleet.workers.map((w) => w.pid), postgresql: () => pidsNamed("postgres") });
-  for (let i = 0; i <= o.fanOutRuns; i++) {
-    const cpu = fanCpu();
-    const t0 = performance.now();
-    let results = 0;
-    let summary: { durationMs: number; succeeded: number; targeted: number } | undefined;
-    for await (const ev of skills.fanOutSkill({ key: BENCH_SKILL, selector: "bench=1", input: { case: "params", value: { text: "x" } }, batchResults: true }, { timeoutMs: 300_000 })) {
-      if (ev.event.case === "edgeResults") results += ev.event.value.results.length;
-      else if (ev.event.case === "summary") summary = ev.event.value;
-    }
-    const ms = performance.now() - t0;
-    if (!summary) throw new Error("FanOutSkill ended without a summary");
-    if (summary.targeted !== N || summary.succeeded !== N) log(`warning: fan-out run ${i} targeted ${summary.targeted}, succeeded ${summary.succeeded}`);
-    log(`  run ${i}${i === 0 ? " (warm-up)" : ""}: ${ms.toFixed(0)} ms, ${summary.succeeded}/${summary.targeted} succeeded`);
-    const cpuMs = cpu();
-    log(`    CPU ms: ${Object.entries(cpuMs).map(([k, v]) => `${k} ${v}`).join(", ")}`);
-    if (i > 0) fanRuns.push({ ms, managerMs: summary.durationMs, results, succeeded: summary.succeeded, cpuMs });
-  }
+  const fanRuns = await timeFanOuts(skills, { selector: "bench=1", expected: N, runs: o.fanOutRuns, log, cpu: fanCpu });
 
   log("restart: the manager is stopped (SIGTERM) and started again on the same port and database; time until every edge is back");
   await fleet.mark();

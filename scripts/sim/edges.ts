@@ -9,7 +9,13 @@
  * - each execute frame is answered after the configured reply latency, and fails with the
  *   configured probability (`unavailable: simulated failure`); a cancel drops a pending reply;
  * - with `reconnect`, an edge whose tunnel ends redials with the real agent's full-jitter
- *   exponential backoff (base 250 ms, cap `maxBackoffMs`).
+ *   exponential backoff (base 250 ms, cap `maxBackoffMs`);
+ * - given several manager URLs (comma-separated, as the edge's `--manager URL1,URL2`), an edge
+ *   dials the first and, each time its tunnel ends or a dial fails, moves on to the next one
+ *   (round the list) after that backoff: a dead manager's edges fail over to the others. The
+ *   list is dialled in the order given (the edge's `--manager-order first`); to spread a fleet, as
+ *   the edge's default random order does, give edges their own `url` lists. Not simulated: the
+ *   edge's move back to its first manager once that one answers again (`--rebalance-interval`).
  *
  * Driven over the Node IPC channel (scripts/bench/lib/worker.ts) by scripts/sim/fleet.ts and the
  * benchmarks: commands connect, stats, mark, close.
@@ -33,9 +39,10 @@ const BACKOFF_BASE_MS = 250;
 
 /** How the simulated edges behave (the `connect` command's options). */
 export interface SimOptions {
+  /** The manager's URL, or several separated by commas: dialled in turn, moving on at each loss or failed dial. */
   url: string;
-  /** Each edge; its own labels (optional) are added to the common ones. */
-  edges: Array<{ id: string; token: string; labels?: Record<string, string> }>;
+  /** Each edge; its own labels (optional) are added to the common ones, its own `url` (optional, same form) replaces the common one. */
+  edges: Array<{ id: string; token: string; labels?: Record<string, string>; url?: string }>;
   labels: Record<string, string>;
   /** Dials in flight at once. */
   parallel: number;
@@ -61,6 +68,9 @@ interface SimEdge {
   id: string;
   token: string;
   labels?: Record<string, string>;
+  /** The managers it may dial, and which of them it dials now. */
+  urls: string[];
+  at: number;
   session?: http2.ClientHttp2Session;
   stream?: http2.ClientHttp2Stream;
   welcomed: boolean;
@@ -131,11 +141,21 @@ const send = (stream: http2.ClientHttp2Stream, msg: MessageInitShape<typeof Conn
 
 const liveCount = () => [...state.edges.values()].filter((e) => e.welcomed).length;
 
+/** Welcomed edges by the manager URL they are connected to. */
+function connectedTo(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of state.edges.values()) if (e.welcomed) out[e.urls[e.at]!] = (out[e.urls[e.at]!] ?? 0) + 1;
+  return out;
+}
+
+/** The URLs of a `url` option: one, or several separated by commas. */
+const urlList = (url: string) => url.split(",").map((u) => u.trim()).filter(Boolean);
+
 /** One dial: resolves once welcomed, rejects with the refusal or the failure. */
 function dial(edge: SimEdge, timeoutMs: number): Promise<void> {
   const o = state.opts!;
   return new Promise((resolve, reject) => {
-    const session = http2.connect(o.url);
+    const session = http2.connect(edge.urls[edge.at]!);
     edge.session = session;
     let status = "";
     let settled = false;
@@ -234,9 +254,13 @@ function answer(edge: SimEdge, stream: http2.ClientHttp2Stream, x: { callId: str
   else edge.pending.set(x.callId, setTimeout(reply, delay));
 }
 
-/** Redials with full-jitter backoff until welcomed or the worker closes. */
+/**
+ * Redials with full-jitter backoff until welcomed or the worker closes; each redial (after a lost
+ * tunnel or a failed dial) goes to the next manager URL of the edge's list.
+ */
 function redial(edge: SimEdge): void {
   const o = state.opts!;
+  edge.at = (edge.at + 1) % edge.urls.length;
   const wait = backoffDelay(edge.attempt++, { baseMs: BACKOFF_BASE_MS, maxMs: o.maxBackoffMs });
   setTimeout(() => {
     if (state.closing) return;
@@ -292,7 +316,9 @@ serveWorker(async (msg: WorkerMessage) => {
       const errors: string[] = [];
       let failed = 0;
       await pool(state.opts.edges, state.opts.parallel, (e) => {
-        const edge: SimEdge = { id: e.id, token: e.token, labels: e.labels, welcomed: false, nextBeatAt: 0, everyMs: 5000, attempt: 0, pending: new Map() };
+        const urls = urlList(e.url ?? state.opts!.url);
+        if (!urls.length) throw new Error(`${e.id}: no manager URL`);
+        const edge: SimEdge = { id: e.id, token: e.token, labels: e.labels, urls, at: 0, welcomed: false, nextBeatAt: 0, everyMs: 5000, attempt: 0, pending: new Map() };
         state.edges.set(e.id, edge);
         return dial(edge, 60_000).then(
           () => undefined,
@@ -308,6 +334,7 @@ serveWorker(async (msg: WorkerMessage) => {
     case "stats":
       return {
         connected: liveCount(),
+        connectedTo: connectedTo(),
         edges: state.edges.size,
         lost: state.lost,
         lostReasons: state.lostReasons,

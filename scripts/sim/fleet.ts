@@ -3,14 +3,16 @@
  * enrolled through the manager's EdgeService.EnrollEdge and connected with the real tunnel
  * protocol. A library for the benchmarks (startFleet) and a command:
  *
- *   npm run sim -- --manager http://127.0.0.1:8080 --token ogu_… [--edges 1000] [--processes 2]
+ *   npm run sim -- --manager http://127.0.0.1:8080[,URL2…] --token ogu_… [--edges 1000] [--processes 2]
  *                  [--latency-ms 0] [--latency-jitter-ms 0] [--failure-rate 0] [--labels sim=1]
  *                  [--prefix sim-] [--inventory builtins|echo] [--hello digest|full] [--no-reconnect]
  *                  [--duration 0]
  *
  * --token is an admin's API token (or ONGRID_TOKEN). Enrolling an id that exists rotates its
  * token (the old connection is dropped), so reruns with the same prefix take over the same ids.
- * --duration 0 runs until Ctrl-C; it prints the fleet's counters every 5 s.
+ * --duration 0 runs until Ctrl-C; it prints the fleet's counters every 5 s. Several --manager URLs
+ * (comma-separated, managers sharing one database) are a failover list: the edges are enrolled
+ * through the first, dial it, and on each loss move on to the next.
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -24,6 +26,8 @@ import type { SimOptions } from "./edges.ts";
 /** The fleet's counters, summed over its workers. */
 export interface FleetStats {
   connected: number;
+  /** Connected edges by the manager URL they dialled. */
+  connectedTo: Record<string, number>;
   edges: number;
   lost: number;
   lostReasons: string[];
@@ -41,8 +45,8 @@ export interface FleetStats {
 
 /** What startFleet needs: the edges (ids and tokens) and how they behave. */
 export interface FleetOptions extends Omit<SimOptions, "edges" | "parallel"> {
-  /** The edges; an edge's own labels (optional) are added to `labels`. */
-  edges: Array<{ id: string; token: string; labels?: Record<string, string> }>;
+  /** The edges; an edge's own labels (optional) are added to `labels`, its own `url` (optional) replaces `url`. */
+  edges: Array<{ id: string; token: string; labels?: Record<string, string>; url?: string }>;
   processes: number;
   /** Dials in flight per process. */
   parallel?: number;
@@ -112,8 +116,11 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
       const hist: number[] = [];
       if (histogram) for (const s of all) (s.welcomesPerSecond ?? []).forEach((c, i) => (hist[i] = (hist[i] ?? 0) + c));
       const last = all.map((s) => s.lastWelcomeMs).filter((x): x is number => x !== undefined);
+      const to: Record<string, number> = {};
+      for (const s of all) for (const [u, c] of Object.entries(s.connectedTo ?? {})) to[u] = (to[u] ?? 0) + c;
       return {
         connected: sum("connected"),
+        connectedTo: to,
         edges: sum("edges"),
         lost: sum("lost"),
         lostReasons: all.flatMap((s) => s.lostReasons).slice(0, 5),
@@ -172,13 +179,14 @@ async function main(): Promise<void> {
     },
   });
   if (!values.manager) throw new Error("--manager: the manager's URL is required (e.g. http://127.0.0.1:8080)");
+  const enrolAt = values.manager.split(",")[0]!.trim();
   if (!values.token) throw new Error("--token: an admin's API token is required (or ONGRID_TOKEN)");
   if (values.inventory !== "builtins" && values.inventory !== "echo") throw new Error(`--inventory: "${values.inventory}" must be builtins or echo`);
   if (values.hello !== "digest" && values.hello !== "full") throw new Error(`--hello: "${values.hello}" must be digest or full`);
   const n = num("edges", values.edges!, 1, 100_000);
   const started = performance.now();
-  console.log(`enrolling ${n} edges (${values.prefix}00000…) at ${values.manager}`);
-  const edges = await enrollFleet(values.manager, values.token, n, values.prefix!, 8, () => labelsFlag(values.labels!));
+  console.log(`enrolling ${n} edges (${values.prefix}00000…) at ${enrolAt}`);
+  const edges = await enrollFleet(enrolAt, values.token, n, values.prefix!, 8, () => labelsFlag(values.labels!));
   console.log(`connecting them from ${values.processes} processes`);
   const fleet = await startFleet({
     url: values.manager,
@@ -205,7 +213,8 @@ async function main(): Promise<void> {
   };
   const ticker = setInterval(async () => {
     const s = await fleet.stats();
-    console.log(`[${((performance.now() - started) / 1000).toFixed(0)} s] connected ${s.connected}/${s.edges}, answered ${s.answered} (${s.failedAnswers} failed on purpose), cancelled ${s.cancelled}, lost ${s.lost}, welcomes ${s.welcomes}`);
+    const where = Object.keys(s.connectedTo).length > 1 ? ` (${Object.entries(s.connectedTo).map(([u, c]) => `${c} to ${u}`).join(", ")})` : "";
+    console.log(`[${((performance.now() - started) / 1000).toFixed(0)} s] connected ${s.connected}/${s.edges}${where}, answered ${s.answered} (${s.failedAnswers} failed on purpose), cancelled ${s.cancelled}, lost ${s.lost}, welcomes ${s.welcomes}`);
   }, 5000);
   process.on("SIGINT", () => void finish());
   process.on("SIGTERM", () => void finish());

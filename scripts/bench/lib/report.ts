@@ -38,9 +38,17 @@ export function infoRow(metric: string, unit: string, ongrid: number, baseline =
 
 const fmt = (v: number) => (Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(3)) : "-");
 
-/** Renders the rows as a fixed-width table. */
-export function table(rows: Row[]): string {
-  const head = ["metric", "ongrid", "baseline", "ratio", "target", "pass/fail"];
+/** Column headings of the table, for a benchmark whose measured column is not "ongrid" alone (e.g. "cluster"). */
+export interface TableHeads {
+  ongrid?: string;
+  baseline?: string;
+  target?: string;
+  result?: string;
+}
+
+/** Renders the rows as a fixed-width table (`heads` renames columns). */
+export function table(rows: Row[], heads: TableHeads = {}): string {
+  const head = ["metric", heads.ongrid ?? "ongrid", heads.baseline ?? "baseline", "ratio", heads.target ?? "target", heads.result ?? "pass/fail"];
   const body = rows.map((r) => [`${r.metric} (${r.unit})`, fmt(r.ongrid), fmt(r.baseline), Number.isFinite(r.ratio) ? `${r.ratio.toFixed(2)}x` : "-", r.target, r.result]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i >= 4 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");

@@ -13,6 +13,24 @@ export async function timeSequential(n: number, warmup: number, call: () => Prom
   return out;
 }
 
+/**
+ * Like timeSequential for several calls compared with each other: `warmup` rounds untimed, then
+ * `n` rounds, each running every call once, one after another; returns each call's milliseconds
+ * (one list per call). Interleaving spreads drift in the machine's load evenly over the calls.
+ */
+export async function timeInterleaved(n: number, warmup: number, calls: ReadonlyArray<() => Promise<void>>): Promise<number[][]> {
+  for (let i = 0; i < warmup; i++) for (const c of calls) await c();
+  const out = calls.map(() => new Array<number>(n));
+  for (let i = 0; i < n; i++) {
+    for (let k = 0; k < calls.length; k++) {
+      const t0 = performance.now();
+      await calls[k]!();
+      out[k]![i] = performance.now() - t0;
+    }
+  }
+  return out;
+}
+
 /** One unary request on an open session: POST `path` with `body`, resolves with the response body. */
 export function unary(session: http2.ClientHttp2Session, path: string, body: Buffer): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
