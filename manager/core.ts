@@ -121,6 +121,7 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   hub = cluster;
   const peering = {
     self: managerId,
+    peers,
     localHub,
     secret: () => peerSecret,
     async loadSecret() {

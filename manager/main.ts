@@ -1,6 +1,6 @@
 /** Starts a manager: the core (core.ts) behind one port, and its lifecycle. */
 import type { Cluster } from "./fleet/cluster.ts";
-import { createPeerHandler, PEER_PATH_PREFIX } from "./fleet/peer-service.ts";
+import { createPeerHandler, createPeerLinkHandler, PEER_LINK_PATH, PEER_PATH_PREFIX } from "./fleet/peer-service.ts";
 import { PRESENCE_CHANNEL } from "./fleet/cluster.ts";
 import type { Interceptor } from "@connectrpc/connect";
 import type { ManagerLease } from "./fleet/lease.ts";
@@ -157,14 +157,17 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   });
   const userHandler = auditUndecoded(rpc, core.audit, log);
   // The peer service (M2) has a router of its own, authenticated by the cluster credential only.
-  const peerHandler = createPeerHandler({
+  const peerOptions = {
     call: core.peering.localHub.call,
-    holds: (edgeId) => Boolean(core.peering.localHub.session(edgeId)),
+    holds: (edgeId: string) => Boolean(core.peering.localHub.session(edgeId)),
     self: core.peering.self,
     secret: core.peering.secret,
     log,
     readMaxBytes: Math.max(config.server.max_request_bytes, 64 * 1024 * 1024),
-  });
+  };
+  const peerHandler = createPeerHandler(peerOptions);
+  // Link, the managers' own path, is served straight on HTTP/2 streams (see `streams` below).
+  const peerLink = createPeerLinkHandler(peerOptions);
   const handler = ((req: Parameters<typeof userHandler>[0], res: Parameters<typeof userHandler>[1]) =>
     (req.url ?? "").startsWith(PEER_PATH_PREFIX) ? peerHandler(req, res) : userHandler(req, res)) as typeof userHandler;
   // Unary gRPC calls in their common form skip connect's generic pipeline (same interceptors,
@@ -183,7 +186,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       port: config.server.port,
       tlsCert: config.server.tls_cert || undefined,
       tlsKey: config.server.tls_key || undefined,
-      streams: { ...unary, [TUNNEL_PATH]: core.hub.handleStream },
+      streams: { ...unary, [TUNNEL_PATH]: core.hub.handleStream, [PEER_LINK_PATH]: peerLink },
       limits: {
         headersTimeoutMs: parseDuration(config.server.header_timeout ?? "10s"),
         requestTimeoutMs: parseDuration(config.server.request_timeout ?? "60s"),
@@ -231,6 +234,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
       stopWatchingPlaybooks?.();
       core.workflow.stop();
       await core.cluster.stop();
+      core.peering.peers.close();
       await stopApprovalRelay?.().catch(() => undefined);
       core.hub.closeAll();
       // MCP sessions hold open SSE streams the listener would wait for.

@@ -8,6 +8,7 @@
  * anything but the cluster credential.
  */
 import { execSync } from "node:child_process";
+import http2 from "node:http2";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -221,6 +222,19 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
       const err = await refusal(drain(h));
       expect(err).toBeInstanceOf(ConnectError);
       expect(err.code).toBe(Code.Unauthenticated);
+    }
+    // Link, the managers' own path, refuses the same way before reading a frame.
+    for (const h of [{}, { authorization: `Bearer ${tokens.admin}` }, peerHeaders("not-the-secret-of-this-cluster-0123456789", ms[B].lease.id)]) {
+      const session = http2.connect(ms[A].url);
+      const status = await new Promise<string>((done, fail) => {
+        const stream = session.request({ ":method": "POST", ":path": "/ongrid.v1.PeerService/Link", "content-type": "application/grpc+proto", te: "trailers", ...h });
+        stream.on("response", (r) => r["grpc-status"] !== undefined && done(String(r["grpc-status"])));
+        stream.on("trailers", (t) => done(String(t["grpc-status"])));
+        stream.on("error", fail);
+        stream.resume();
+      });
+      session.close();
+      expect(status).toBe(String(Code.Unauthenticated));
     }
     expect(existsSync("/tmp/ongrid-peer-forged")).toBe(false);
   });

@@ -10,7 +10,121 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/peer_service.proto.
  */
 export const file_ongrid_v1_peer_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxvbmdyaWQvdjEvcGVlcl9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiVAoZUGVlclNlcnZpY2VFeGVjdXRlUmVxdWVzdBITCgtwYXJhbXNfanNvbhgBIAMoCRIiCgVjYWxscxgCIAMoCzITLm9uZ3JpZC52MS5QZWVyQ2FsbCJ9CghQZWVyQ2FsbBIPCgdlZGdlX2lkGAEgASgJEgsKA2tleRgCIAEoCRIUCgxwYXJhbXNfaW5kZXgYAyABKA0SEgoKdGltZW91dF9tcxgEIAEoDRIpCghldmlkZW5jZRgFIAEoCzIXLm9uZ3JpZC52MS5QZWVyRXZpZGVuY2UidgoMUGVlckV2aWRlbmNlEhMKC2FwcHJvdmFsX2lkGAEgASgJEhEKCWFwcHJvdmVycxgCIAMoCRIQCghzb3BfaGFzaBgDIAEoCRIXCg9lZmZlY3RpdmVfY2xhc3MYBCABKAkSEwoLcmVhc29uX3R5cGUYBSABKAkiRgoaUGVlclNlcnZpY2VFeGVjdXRlUmVzcG9uc2USKAoIb3V0Y29tZXMYASADKAsyFi5vbmdyaWQudjEuUGVlck91dGNvbWUiZwoLUGVlck91dGNvbWUSDQoFaW5kZXgYASABKA0SFwoNZW52ZWxvcGVfanNvbhgCIAEoCUgAEiUKBWVycm9yGAMgASgLMhQub25ncmlkLnYxLlBlZXJFcnJvckgAQgkKB291dGNvbWUiOAoJUGVlckVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIMCgRoaW50GAMgASgJMmcKC1BlZXJTZXJ2aWNlElgKB0V4ZWN1dGUSJC5vbmdyaWQudjEuUGVlclNlcnZpY2VFeGVjdXRlUmVxdWVzdBolLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXNwb25zZTABYgZwcm90bzM");
+  fileDesc("ChxvbmdyaWQvdjEvcGVlcl9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiZgoLTGlua1JlcXVlc3QSJQoFYmF0Y2gYASABKAsyFC5vbmdyaWQudjEuTGlua0JhdGNoSAASJwoGY2FuY2VsGAIgASgLMhUub25ncmlkLnYxLkxpbmtDYW5jZWxIAEIHCgVmcmFtZSJUCglMaW5rQmF0Y2gSEAoIYmF0Y2hfaWQYASABKAQSNQoHcmVxdWVzdBgCIAEoCzIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0Ih4KCkxpbmtDYW5jZWwSEAoIYmF0Y2hfaWQYASABKAQiSgoMTGlua1Jlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgEEigKCG91dGNvbWVzGAIgAygLMhYub25ncmlkLnYxLlBlZXJPdXRjb21lIlQKGVBlZXJTZXJ2aWNlRXhlY3V0ZVJlcXVlc3QSEwoLcGFyYW1zX2pzb24YASADKAkSIgoFY2FsbHMYAiADKAsyEy5vbmdyaWQudjEuUGVlckNhbGwifQoIUGVlckNhbGwSDwoHZWRnZV9pZBgBIAEoCRILCgNrZXkYAiABKAkSFAoMcGFyYW1zX2luZGV4GAMgASgNEhIKCnRpbWVvdXRfbXMYBCABKA0SKQoIZXZpZGVuY2UYBSABKAsyFy5vbmdyaWQudjEuUGVlckV2aWRlbmNlInYKDFBlZXJFdmlkZW5jZRITCgthcHByb3ZhbF9pZBgBIAEoCRIRCglhcHByb3ZlcnMYAiADKAkSEAoIc29wX2hhc2gYAyABKAkSFwoPZWZmZWN0aXZlX2NsYXNzGAQgASgJEhMKC3JlYXNvbl90eXBlGAUgASgJIkYKGlBlZXJTZXJ2aWNlRXhlY3V0ZVJlc3BvbnNlEigKCG91dGNvbWVzGAEgAygLMhYub25ncmlkLnYxLlBlZXJPdXRjb21lImcKC1BlZXJPdXRjb21lEg0KBWluZGV4GAEgASgNEhcKDWVudmVsb3BlX2pzb24YAiABKAlIABIlCgVlcnJvchgDIAEoCzIULm9uZ3JpZC52MS5QZWVyRXJyb3JIAEIJCgdvdXRjb21lIjgKCVBlZXJFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDAoEaGludBgDIAEoCTKkAQoLUGVlclNlcnZpY2USWAoHRXhlY3V0ZRIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0GiUub25ncmlkLnYxLlBlZXJTZXJ2aWNlRXhlY3V0ZVJlc3BvbnNlMAESOwoETGluaxIWLm9uZ3JpZC52MS5MaW5rUmVxdWVzdBoXLm9uZ3JpZC52MS5MaW5rUmVzcG9uc2UoATABYgZwcm90bzM");
+
+/**
+ * LinkRequest is one frame from the entry manager.
+ *
+ * @generated from message ongrid.v1.LinkRequest
+ */
+export type LinkRequest = Message<"ongrid.v1.LinkRequest"> & {
+  /**
+   * The frame.
+   *
+   * @generated from oneof ongrid.v1.LinkRequest.frame
+   */
+  frame: {
+    /**
+     * A batch of calls to run.
+     *
+     * @generated from field: ongrid.v1.LinkBatch batch = 1;
+     */
+    value: LinkBatch;
+    case: "batch";
+  } | {
+    /**
+     * Cancel a batch still open.
+     *
+     * @generated from field: ongrid.v1.LinkCancel cancel = 2;
+     */
+    value: LinkCancel;
+    case: "cancel";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ongrid.v1.LinkRequest.
+ * Use `create(LinkRequestSchema)` to create a new message.
+ */
+export const LinkRequestSchema: GenMessage<LinkRequest> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_peer_service, 0);
+
+/**
+ * LinkBatch is a batch of calls under the entry manager's id for it.
+ *
+ * @generated from message ongrid.v1.LinkBatch
+ */
+export type LinkBatch = Message<"ongrid.v1.LinkBatch"> & {
+  /**
+   * Unique on this stream.
+   *
+   * @generated from field: uint64 batch_id = 1;
+   */
+  batchId: bigint;
+
+  /**
+   * The calls, as Execute takes them.
+   *
+   * @generated from field: ongrid.v1.PeerServiceExecuteRequest request = 2;
+   */
+  request?: PeerServiceExecuteRequest | undefined;
+};
+
+/**
+ * Describes the message ongrid.v1.LinkBatch.
+ * Use `create(LinkBatchSchema)` to create a new message.
+ */
+export const LinkBatchSchema: GenMessage<LinkBatch> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_peer_service, 1);
+
+/**
+ * LinkCancel cancels the calls of one batch still running.
+ *
+ * @generated from message ongrid.v1.LinkCancel
+ */
+export type LinkCancel = Message<"ongrid.v1.LinkCancel"> & {
+  /**
+   * The batch.
+   *
+   * @generated from field: uint64 batch_id = 1;
+   */
+  batchId: bigint;
+};
+
+/**
+ * Describes the message ongrid.v1.LinkCancel.
+ * Use `create(LinkCancelSchema)` to create a new message.
+ */
+export const LinkCancelSchema: GenMessage<LinkCancel> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_peer_service, 2);
+
+/**
+ * LinkResponse carries outcomes of one batch that had settled when it was sent.
+ *
+ * @generated from message ongrid.v1.LinkResponse
+ */
+export type LinkResponse = Message<"ongrid.v1.LinkResponse"> & {
+  /**
+   * The batch they belong to.
+   *
+   * @generated from field: uint64 batch_id = 1;
+   */
+  batchId: bigint;
+
+  /**
+   * The outcomes (index: the call's position in its batch).
+   *
+   * @generated from field: repeated ongrid.v1.PeerOutcome outcomes = 2;
+   */
+  outcomes: PeerOutcome[];
+};
+
+/**
+ * Describes the message ongrid.v1.LinkResponse.
+ * Use `create(LinkResponseSchema)` to create a new message.
+ */
+export const LinkResponseSchema: GenMessage<LinkResponse> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_peer_service, 3);
 
 /**
  * PeerServiceExecuteRequest is a batch of calls for edges one manager holds.
@@ -38,7 +152,7 @@ export type PeerServiceExecuteRequest = Message<"ongrid.v1.PeerServiceExecuteReq
  * Use `create(PeerServiceExecuteRequestSchema)` to create a new message.
  */
 export const PeerServiceExecuteRequestSchema: GenMessage<PeerServiceExecuteRequest> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_peer_service, 0);
+  messageDesc(file_ongrid_v1_peer_service, 4);
 
 /**
  * PeerCall is one call of a batch.
@@ -87,7 +201,7 @@ export type PeerCall = Message<"ongrid.v1.PeerCall"> & {
  * Use `create(PeerCallSchema)` to create a new message.
  */
 export const PeerCallSchema: GenMessage<PeerCall> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_peer_service, 1);
+  messageDesc(file_ongrid_v1_peer_service, 5);
 
 /**
  * PeerEvidence is an approved call's evidence as the entry manager's gate produced it.
@@ -136,7 +250,7 @@ export type PeerEvidence = Message<"ongrid.v1.PeerEvidence"> & {
  * Use `create(PeerEvidenceSchema)` to create a new message.
  */
 export const PeerEvidenceSchema: GenMessage<PeerEvidence> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_peer_service, 2);
+  messageDesc(file_ongrid_v1_peer_service, 6);
 
 /**
  * PeerServiceExecuteResponse carries the outcomes that had settled when it was sent.
@@ -157,7 +271,7 @@ export type PeerServiceExecuteResponse = Message<"ongrid.v1.PeerServiceExecuteRe
  * Use `create(PeerServiceExecuteResponseSchema)` to create a new message.
  */
 export const PeerServiceExecuteResponseSchema: GenMessage<PeerServiceExecuteResponse> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_peer_service, 3);
+  messageDesc(file_ongrid_v1_peer_service, 7);
 
 /**
  * PeerOutcome is the outcome of one call of the batch.
@@ -201,7 +315,7 @@ export type PeerOutcome = Message<"ongrid.v1.PeerOutcome"> & {
  * Use `create(PeerOutcomeSchema)` to create a new message.
  */
 export const PeerOutcomeSchema: GenMessage<PeerOutcome> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_peer_service, 4);
+  messageDesc(file_ongrid_v1_peer_service, 8);
 
 /**
  * PeerError is why a call gave no result.
@@ -236,7 +350,7 @@ export type PeerError = Message<"ongrid.v1.PeerError"> & {
  * Use `create(PeerErrorSchema)` to create a new message.
  */
 export const PeerErrorSchema: GenMessage<PeerError> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_peer_service, 5);
+  messageDesc(file_ongrid_v1_peer_service, 9);
 
 /**
  * PeerService is what managers sharing one database call on each other (M2): a call for an edge
@@ -259,6 +373,19 @@ export const PeerService: GenService<{
     methodKind: "server_streaming";
     input: typeof PeerServiceExecuteRequestSchema;
     output: typeof PeerServiceExecuteResponseSchema;
+  },
+  /**
+   * Link carries many batches over one long-lived stream, the path managers use between
+   * themselves: a batch costs one message each way instead of a stream of its own. Each batch
+   * settles on its own (its outcomes carry its id); a cancel frame cancels one batch; the stream's
+   * end cancels every batch still open on it.
+   *
+   * @generated from rpc ongrid.v1.PeerService.Link
+   */
+  link: {
+    methodKind: "bidi_streaming";
+    input: typeof LinkRequestSchema;
+    output: typeof LinkResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ongrid_v1_peer_service, 0);
