@@ -1,4 +1,5 @@
 /** Starts a manager: the core (core.ts) behind one port, and its lifecycle. */
+import { createRefusalAudit } from "./audit/throttle.ts";
 import type { Cluster } from "./fleet/cluster.ts";
 import { createPeerHandler, createPeerLinkHandler, PEER_LINK_PATH, PEER_PATH_PREFIX } from "./fleet/peer-service.ts";
 import { PRESENCE_CHANNEL } from "./fleet/cluster.ts";
@@ -157,6 +158,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   });
   const userHandler = auditUndecoded(rpc, core.audit, log);
   // The peer service (M2) has a router of its own, authenticated by the cluster credential only.
+  const refusedPeer = createRefusalAudit(core.audit);
   const peerOptions = {
     call: core.peering.localHub.call,
     holds: (edgeId: string) => Boolean(core.peering.localHub.session(edgeId)),
@@ -164,6 +166,9 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
     secret: core.peering.secret,
     log,
     readMaxBytes: Math.max(config.server.max_request_bytes, 64 * 1024 * 1024),
+    // Unauthenticated like any request without a valid credential: audited, throttled per RPC.
+    refused: (rpc: string, reason: string) =>
+      refusedPeer({ toolName: rpc, args: { rpc } }, new OngridError("unauthenticated", `not a manager of this cluster: ${reason}`), { userId: "", role: "" }, `peer|${rpc}`),
   };
   const peerHandler = createPeerHandler(peerOptions);
   // Link, the managers' own path, is served straight on HTTP/2 streams (see `streams` below).

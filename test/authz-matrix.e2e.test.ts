@@ -42,8 +42,10 @@ interface Rpc {
 const ALL_RPCS: Rpc[] = SERVICES.flatMap((service) => service.methods.map((method) => ({ path: `${service.typeName}/${method.name}`, service, method })));
 /** The edge tunnel is served raw by the hub (edge tokens), not by the Connect router (user tokens). */
 const TUNNEL_RPCS = ALL_RPCS.filter((r) => `/${r.path}` === TUNNEL_PATH);
+/** The managers' own service (its own router, the cluster credential only): refused to every user identity. */
+const PEER_RPCS = ALL_RPCS.filter((r) => r.service.typeName === "ongrid.v1.PeerService");
 /** Every RPC a user calls: the ones RPC_RULES must cover. */
-const RPCS = ALL_RPCS.filter((r) => `/${r.path}` !== TUNNEL_PATH);
+const RPCS = ALL_RPCS.filter((r) => `/${r.path}` !== TUNNEL_PATH && !PEER_RPCS.includes(r));
 const UNARY = RPCS.filter((r) => r.method.methodKind === "unary");
 
 // ---------------------------------------------------------------------------------------------
@@ -179,6 +181,9 @@ describe("the RPC inventory", () => {
     // The edge tunnel is the one RPC outside RPC_RULES: it takes edge tokens, never user tokens.
     expect(TUNNEL_RPCS.map((r) => r.path)).toEqual([TUNNEL_PATH.slice(1)]);
     expect(Object.hasOwn(RPC_RULES, TUNNEL_PATH.slice(1))).toBe(false);
+    // The peer service takes the cluster credential, never a user token.
+    expect(PEER_RPCS.map((r) => r.path).sort()).toEqual(["ongrid.v1.PeerService/Execute", "ongrid.v1.PeerService/Link"]);
+    for (const r of PEER_RPCS) expect(Object.hasOwn(RPC_RULES, r.path)).toBe(false);
   });
 });
 
@@ -240,6 +245,13 @@ describe("authorisation matrix: every RPC × every role × every token state, ov
       expect(out.code, where).not.toBe(Code.Unknown);
       expect(audited, `${where}: no refusal by the gate`).toEqual([]);
     }
+  });
+
+  it.each(PEER_RPCS.flatMap((rpc) => IDENTITIES.map((who) => [`${rpc.path} as ${who.name} → unauthenticated (the cluster credential only)`, rpc, who] as const)))("%s", async (_name, rpc, who) => {
+    // The peer service speaks gRPC (Link is served straight on the HTTP/2 stream, like the tunnel).
+    const out = await call(rpc, who.token, grpc);
+    expect(out.code, `${rpc.path} as ${who.name}: ${out.message}`).toBe(Code.Unauthenticated);
+    expect(out.message).toBe("not a manager of this cluster");
   });
 
   it("left every identity's token as it was: no empty admin request revoked, expired or disabled anything", async () => {

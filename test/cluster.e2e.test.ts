@@ -9,7 +9,7 @@
  */
 import { execSync } from "node:child_process";
 import http2 from "node:http2";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -20,6 +20,8 @@ import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { ApprovalService, ApprovalState, type WatchResponse } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { PeerService } from "../proto/gen/ongrid/v1/peer_service_pb.ts";
+import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
+import { writePack } from "./support/packs.ts";
 import { approvals, edges as edgesTable, managers } from "../manager/db/schema/index.ts";
 import { peerHeaders } from "../manager/fleet/peer-auth.ts";
 import { bootManager, type TestManager } from "./support/manager.ts";
@@ -28,6 +30,7 @@ import { bearer, makeUser } from "./support/auth.ts";
 import { createTestDatabase, pgUnavailableReason, type TestDatabase } from "./support/pg.ts";
 import { refusal } from "./support/rejection.ts";
 import { freePort } from "./support/free-port.ts";
+import { makeTestPki, type TestPki } from "./support/tls.ts";
 
 const reason = await pgUnavailableReason();
 const requirePg = process.env.CI === "true";
@@ -211,6 +214,38 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
     for (const m of ms) expect((await m.audit.verify()).ok).toBe(true);
   });
 
+  test("an edge's pack rescan reaches every manager: the new skill is listed and runs through any of them", async () => {
+    const packs = join(dir, "edge-packs");
+    mkdirSync(packs);
+    const edge = await startEdge(ms[C], "edge-packs-on-c", { labels: { team: "packs" }, args: ["--pack-dir", packs] });
+    fleet.push(edge);
+    writePack(packs, "late", "pack_cluster_late");
+    for (const m of ms) {
+      const listed = async () => (await client(m, "olga").skills.listSkills({ edgeId: "edge-packs-on-c" })).skills.some((s) => s.key === "pack_cluster_late");
+      expect(await waitFor(listed, 15_000), `listed through ${m.lease.id}`).toBe(true);
+      const res = await client(m, "olga").skills.executeSkill({ key: "pack_cluster_late", edgeId: "edge-packs-on-c", input: { case: "paramsJson", value: '{"word":"cluster"}' } });
+      expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+    }
+  });
+
+  test("a diagnosis served by any manager runs its steps on an edge another manager holds", async () => {
+    // No model: the playbook's fallback steps run, through the dispatcher, on edge-on-a (held by A).
+    for (const m of [ms[B], ms[C]]) {
+      const agent = createClient(AgentService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(tokens.olga)] }));
+      const events: Array<{ type: string; sessionId: string; data: Record<string, unknown> }> = [];
+      for await (const ev of agent.diagnose({ text: "edge-on-a is slow, load is high", edgeId: "edge-on-a" })) events.push({ type: ev.type, sessionId: ev.sessionId, data: (ev.data ?? {}) as Record<string, unknown> });
+      const results = events.filter((e) => e.type === "tool_result");
+      expect(results.length, JSON.stringify(events.map((e) => e.type))).toBeGreaterThan(0);
+      expect(results.some((e) => e.data.success === true), JSON.stringify(results).slice(0, 2000)).toBe(true);
+      expect(events.at(-1)?.type).toBe("done");
+      // Each step ran on edge-on-a (held by A) and was audited once, by the manager serving the diagnosis.
+      const sessionId = events[0].sessionId;
+      const rows = await auditRows(m, (r) => (r as { sessionId?: string }).sessionId === sessionId && r.deviceId !== "");
+      expect(rows.length).toBe(results.length);
+      expect(new Set(rows.map((r) => r.deviceId))).toEqual(new Set(["edge-on-a"]));
+    }
+  });
+
   test("the peer service takes the cluster credential only: no proof, a user's token, or a wrong secret are refused", async () => {
     const peer = (headers: Record<string, string>) =>
       createClient(PeerService, createGrpcTransport({ baseUrl: ms[A].url, interceptors: [(next) => (req) => (Object.entries(headers).forEach(([k, v]) => req.header.set(k, v)), next(req))] }));
@@ -237,5 +272,50 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
       expect(status).toBe(String(Code.Unauthenticated));
     }
     expect(existsSync("/tmp/ongrid-peer-forged")).toBe(false);
+    // Refused like any unauthenticated request: audited (throttled per RPC), the reason named.
+    const refusedRows = await auditRows(ms[A], (r) => r.toolName.startsWith("ongrid.v1.PeerService/"));
+    expect(refusedRows.length).toBeGreaterThanOrEqual(2);
+    expect(refusedRows.map((r) => r.toolName).sort()).toEqual(expect.arrayContaining(["ongrid.v1.PeerService/Execute", "ongrid.v1.PeerService/Link"]));
+    for (const r of refusedRows) expect(r).toMatchObject({ decision: "deny", callerUserId: "" });
+  });
+});
+
+describe.skipIf(reason !== null && !requirePg)(`forwarding over TLS${reason ? ` (skipped: PostgreSQL not reachable: ${reason})` : ""}`, () => {
+  let pg: TestDatabase;
+  let pki: TestPki;
+  let other: TestPki;
+  const ms: TestManager[] = [];
+  let edge: TestEdge | undefined;
+  beforeAll(async () => {
+    if (reason !== null) throw new Error(`PostgreSQL is required when CI=true: ${reason}`);
+    pg = await createTestDatabase();
+    pki = makeTestPki();
+    other = makeTestPki();
+    const tls = { "server.tls_cert": pki.serverCert, "server.tls_key": pki.serverKey, "server.presence_poll": "200ms" };
+    // The second manager trusts the managers' CA explicitly; the third trusts another CA only.
+    ms.push(await bootManager({ database_url: pg.url, ...tls }));
+    ms.push(await bootManager({ database_url: pg.url, ...tls, "server.peer_ca": pki.caCert }));
+    ms.push(await bootManager({ database_url: pg.url, ...tls, "server.peer_ca": other.caCert }));
+    edge = await startEdge(ms[0], "edge-tls-peer", { args: ["--ca", pki.caCert] });
+    for (const m of ms) expect(await waitFor(() => Boolean(m.hub.session("edge-tls-peer")), 15_000)).toBe(true);
+  }, 120_000);
+  afterAll(async () => {
+    await edge?.stop();
+    for (const m of ms.reverse()) await m.stop().catch(() => undefined);
+    await pg?.drop();
+    for (const p of [pki, other]) if (p) rmSync(p.dir, { recursive: true, force: true });
+  });
+
+  test("a manager forwards over https to the holder, verifying its certificate; one trusting another CA refuses it, naming the holder", async () => {
+    expect(ms[0].url).toMatch(/^https:/);
+    const via = (m: TestManager) =>
+      createClient(SkillService, createConnectTransport({ baseUrl: m.url, httpVersion: "2", nodeOptions: { ca: pki.caPem }, interceptors: [bearer(m.adminToken)] })).executeSkill({ key: "exec", edgeId: "edge-tls-peer", input: { case: "params", value: { command: "echo over-tls" } as never } });
+    const res = await via(ms[1]);
+    expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
+    expect(JSON.stringify(res.result?.output)).toContain("over-tls");
+    const err = await refusal(via(ms[2]));
+    expect(err.code).toBe(Code.Unavailable);
+    expect(err.rawMessage).toContain(`manager "${ms[0].lease.id}"`);
+    expect(err.rawMessage).toMatch(/certificate/i);
   });
 });

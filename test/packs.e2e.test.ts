@@ -1,5 +1,6 @@
 /** Subprocess packs end to end (E1–E2): a real manager with manager-scope packs, the compiled edge with host-scope packs, rescans on change, SIGHUP and `ongrid packs rescan`. */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { writePack } from "./support/packs.ts";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,27 +24,6 @@ const edges: TestEdge[] = [];
 let opToken: string;
 /** The environment of a CLI run against `m` as the admin (RescanPacks needs role admin). */
 const asAdmin = () => ({ ONGRID_TOKEN: m.adminToken });
-
-/** Writes a bash pack `<dir>/<name>` whose one skill echoes its params with a marker. */
-function writePack(dir: string, name: string, key: string, opts: { description?: string; cls?: string; marker?: string } = {}): string {
-  const pack = join(dir, name);
-  mkdirSync(pack, { recursive: true });
-  writeFileSync(
-    join(pack, "skill.json"),
-    JSON.stringify({
-      key,
-      name: `${key} test pack`,
-      description: opts.description ?? `Echoes its params back; use it to check that packs run.`,
-      class: opts.cls ?? "safe",
-      params: { word: { type: "string", description: "a word to echo", required: true, pattern: "^[a-z]+$" } },
-      executable: "run.sh",
-      timeout: "10s",
-    }),
-  );
-  writeFileSync(join(pack, "run.sh"), `#!/bin/bash\nread -r -d '' input\nprintf '{"output": {"marker": "${opts.marker ?? name}", "params": %s, "key": "%s", "cwd": "%s"}}' "$input" "$ONGRID_SKILL_KEY" "$PWD"\n`);
-  chmodSync(join(pack, "run.sh"), 0o755);
-  return pack;
-}
 
 function output(res: { result?: { output?: unknown } }): any {
   return res.result?.output ? toJson(ValueSchema, res.result.output as never) : null;

@@ -73,10 +73,10 @@ export function refuse(stream: http2.ServerHttp2Stream, status: GrpcStatus): voi
 }
 
 /** Checks the request is gRPC (not gRPC-Web or Connect) with no compression we do not speak. */
-export function checkGrpcRequest(headers: http2.IncomingHttpHeaders): GrpcStatus | undefined {
+export function checkGrpcRequest(headers: http2.IncomingHttpHeaders, what = "the edge tunnel"): GrpcStatus | undefined {
   const ct = String(headers["content-type"] ?? "");
   if (!/^application\/grpc(\+proto)?(;|$)/.test(ct)) {
-    return { code: Code.Unimplemented, message: `the edge tunnel speaks gRPC (application/grpc+proto), not ${ct || "no content-type"}` };
+    return { code: Code.Unimplemented, message: `${what} speaks gRPC (application/grpc+proto), not ${ct || "no content-type"}` };
   }
   const enc = String(headers["grpc-encoding"] ?? "identity");
   if (enc !== "identity") return { code: Code.Unimplemented, message: `grpc-encoding ${enc} is not supported; send uncompressed messages` };

@@ -35,6 +35,14 @@ export interface PeerServiceOptions {
   secret: () => string;
   log: Logger;
   readMaxBytes: number;
+  /** Audits a refused peer request (throttled like other unauthenticated refusals). */
+  refused?(rpc: string, reason: string): Promise<unknown>;
+}
+
+/** Logs and audits a refused peer request; never throws. */
+function refusePeer(o: PeerServiceOptions, rpc: string, reason: string): void {
+  o.log.warn({ rpc, reason }, "peer request refused");
+  o.refused?.(rpc, reason).catch((err: Error) => o.log.error({ rpc, err: err.message }, "could not audit a refused peer request"));
 }
 
 function evidenceOf(e: { approvalId: string; approvers: string[]; sopHash: string; effectiveClass: string; reasonType: string } | undefined): Evidence | undefined {
@@ -85,7 +93,7 @@ export function createPeerHandler(o: PeerServiceOptions): (req: http.IncomingMes
   const authenticate: Interceptor = (next) => async (req) => {
     const v = verifyPeer(o.secret(), req.header);
     if (!v.ok) {
-      o.log.warn({ rpc: req.method.name, reason: v.reason }, "peer request refused");
+      refusePeer(o, `${PeerService.typeName}/${req.method.name}`, v.reason);
       throw new ConnectError("not a manager of this cluster", Code.Unauthenticated);
     }
     return next(req);
@@ -125,11 +133,11 @@ export const PEER_LINK_PATH = `/${PeerService.typeName}/Link`;
  */
 export function createPeerLinkHandler(o: PeerServiceOptions): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void {
   return (stream, headers) => {
-    const bad = checkGrpcRequest(headers);
+    const bad = checkGrpcRequest(headers, "PeerService.Link");
     if (bad) return refuse(stream, bad);
     const v = verifyPeer(o.secret(), { get: (name) => (typeof headers[name] === "string" ? (headers[name] as string) : null) });
     if (!v.ok) {
-      o.log.warn({ rpc: "Link", reason: v.reason }, "peer request refused");
+      refusePeer(o, PEER_LINK_PATH.slice(1), v.reason);
       return refuse(stream, { code: Code.Unauthenticated, message: "not a manager of this cluster" });
     }
     const batches = new Map<bigint, AbortController>();

@@ -16,11 +16,13 @@ for (const f of FILES) {
     if (v && typeof v === "object" && (v as { kind?: unknown }).kind === "service") SERVICES.push(v as DescService);
   }
 }
-/** "ongrid.v1.Service/Method" of every generated RPC, as the interceptor builds it. */
-const METHODS = SERVICES.flatMap((s) => s.methods.map((m) => `${m.parent.typeName}/${m.name}`));
+/** The managers' own service: its own router, the cluster credential only; no user RPC rule applies. */
+const PEER = "ongrid.v1.PeerService";
+/** "ongrid.v1.Service/Method" of every generated user RPC, as the interceptor builds it. */
+const METHODS = SERVICES.filter((s) => s.typeName !== PEER).flatMap((s) => s.methods.map((m) => `${m.parent.typeName}/${m.name}`));
 
 test("the generated service files were found and each exports a service", () => {
-  expect(FILES).toEqual(["agent_service_pb.ts", "approval_service_pb.ts", "audit_service_pb.ts", "credential_service_pb.ts", "edge_service_pb.ts", "identity_service_pb.ts", "playbook_service_pb.ts", "skill_service_pb.ts"]);
+  expect(FILES).toEqual(["agent_service_pb.ts", "approval_service_pb.ts", "audit_service_pb.ts", "credential_service_pb.ts", "edge_service_pb.ts", "identity_service_pb.ts", "peer_service_pb.ts", "playbook_service_pb.ts", "skill_service_pb.ts"]);
   expect(SERVICES.map((s) => s.typeName).sort()).toEqual([
     "ongrid.v1.AgentService",
     "ongrid.v1.ApprovalService",
@@ -28,6 +30,7 @@ test("the generated service files were found and each exports a service", () => 
     "ongrid.v1.CredentialService",
     "ongrid.v1.EdgeService",
     "ongrid.v1.IdentityService",
+    "ongrid.v1.PeerService",
     "ongrid.v1.PlaybookService",
     "ongrid.v1.SkillService",
   ]);
@@ -37,6 +40,10 @@ test("the generated service files were found and each exports a service", () => 
 
 test("every generated RPC has a rule (a method without one is refused to everybody)", () => {
   expect(METHODS.filter((m) => !Object.hasOwn(RPC_RULES, m))).toEqual([]);
+});
+
+test("no user rule opens the peer service (a user's token never reaches it)", () => {
+  expect(Object.keys(RPC_RULES).filter((k) => k.startsWith(`${PEER}/`))).toEqual([]);
 });
 
 test("every rule names an RPC that exists", () => {

@@ -60,6 +60,11 @@ export interface RefreshBy {
   playbook?: string;
   /** Each edge's deadline. */
   perEdgeTimeoutMs?: number;
+  /**
+   * Only the edges this manager holds (the schedule: with several managers each collects its own
+   * edges' sockets, and the graph is built from every stored observation, whoever collected it).
+   */
+  ownEdgesOnly?: boolean;
 }
 
 /** What the topology needs of the manager. */
@@ -121,6 +126,7 @@ export function createTopology(deps: TopologyDeps) {
     const notOffering: string[] = [];
     let leftOut = 0;
     for (const s of deps.hub.sessions()) {
+      if (by.ownEdgesOnly && s.manager) continue;
       if (!reaches(by.caller, s.hello.labels)) leftOut++;
       else if (s.skills.has(SOCKETS_SKILL)) asked.push(s.edgeId);
       else notOffering.push(s.edgeId);
@@ -195,7 +201,7 @@ export function createTopology(deps: TopologyDeps) {
       let timer: NodeJS.Timeout | undefined;
       let running: Promise<unknown> = Promise.resolve();
       const tick = () => {
-        running = serial(() => collectAndBuild({ caller: COLLECTOR, sessionId: `topology-${Date.now()}`, signal: ac.signal }))
+        running = serial(() => collectAndBuild({ caller: COLLECTOR, sessionId: `topology-${Date.now()}`, signal: ac.signal, ownEdgesOnly: true }))
           .then(({ report }) => log.debug({ asked: report.asked, failed: report.failed.length, build_ms: report.build_ms }, "topology: refreshed"))
           .catch((err) => !ac.signal.aborted && log.warn({ err: errorText(err) }, "topology: scheduled refresh failed"))
           .finally(() => {
