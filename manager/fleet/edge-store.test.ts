@@ -3,6 +3,7 @@
  * batched writes keep each edge's last state in order, never mark a revoked edge online, and
  * thousands of edges go through in a few statements.
  */
+import { sql } from "drizzle-orm";
 import { expect, it } from "vitest";
 import { describeBothBackends } from "../../test/support/pg.ts";
 import { createEdgeStore } from "./edge-store.ts";
@@ -58,6 +59,30 @@ describeBothBackends("edge store presence", (backend) => {
     expect((await store.get("s2"))?.skills).toEqual(own);
     expect((await store.get("s3"))?.skills).toEqual(shared);
     expect((await store.get("s4"))?.skills).toEqual([]);
+  });
+
+  it("lists every edge with its stored skills brief (key, class, scope), read once per inventory digest", async () => {
+    const db = await backend.open();
+    const store = createEdgeStore(db, "mgr-1");
+    const full = [
+      { key: "host_load", name: "Host load", class: "SKILL_CLASS_SAFE", scope: "SKILL_SCOPE_HOST", description: "x".repeat(2000) },
+      { key: "restart_service", class: "SKILL_CLASS_MUTATING", scope: "SKILL_SCOPE_HOST", params: { fields: [{ name: "unit" }] } },
+    ];
+    for (const id of ["b1", "b2", "legacy", "never"]) await store.enroll(id);
+    await Promise.all(["b1", "b2"].map((id) => store.markOnline(id, { version: "1", hostname: id, os: "linux/x64", labels: {}, skills: full, skillsDigest: "digest-full" })));
+    // A row written before digests were recorded keeps its own skills.
+    await db.db.execute(sql`update edges set skills = ${JSON.stringify([{ key: "tail_file", class: "SKILL_CLASS_SAFE" }])}::jsonb where id = 'legacy'`);
+    const brief = [
+      { key: "host_load", class: "SKILL_CLASS_SAFE", scope: "SKILL_SCOPE_HOST" },
+      { key: "restart_service", class: "SKILL_CLASS_MUTATING", scope: "SKILL_SCOPE_HOST" },
+    ];
+    const rows = new Map((await store.list()).map((r) => [r.id, r]));
+    expect(rows.get("b1")!.skills).toEqual(brief);
+    expect(rows.get("b2")!.skills).toEqual(brief);
+    expect(rows.get("legacy")!.skills).toEqual([{ key: "tail_file", class: "SKILL_CLASS_SAFE" }]);
+    expect(rows.get("never")!.skills).toEqual([]);
+    // The full metadata stays where get() reads it.
+    expect((await store.get("b1"))!.skills).toEqual(full);
   });
 
   it("never marks a revoked edge online, but records its loss", async () => {

@@ -1,6 +1,6 @@
 /** Enrolled edges in the database: tokens (hashed), revocation and last known presence (C4). */
 import { createHash, randomBytes } from "node:crypto";
-import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, inArray, isNull, sql } from "drizzle-orm";
 import { OngridError } from "../../skill/errors.ts";
 import type { Database } from "../db/client.ts";
 import { edges, type EdgeRow } from "../db/schema/index.ts";
@@ -49,6 +49,12 @@ export interface Presence {
 /** Creates the edge store over the manager's database. */
 export function createEdgeStore(database: Database, managerId: string, opts: { onPresenceWritten?: () => void } = {}) {
   const { db } = database;
+  /** Brief skill lists by inventory digest, most recently used last. */
+  const briefs = new Map<string, unknown[]>();
+  const remember = (digest: string, brief: unknown[]) => {
+    briefs.set(digest, brief);
+    if (briefs.size > BRIEF_CACHE) briefs.delete(briefs.keys().next().value!);
+  };
   const presence = createPresenceWriter(database, managerId, () => opts.onPresenceWritten?.());
   // Token lookups, batched like the hub's re-checks: the edges dialling in the same tick (a fleet
   // reconnecting after a restart) are looked up in one query per 1,000.
@@ -118,8 +124,30 @@ export function createEdgeStore(database: Database, managerId: string, opts: { o
       return byId.lookup(id, withinMs);
     },
 
+    /**
+     * Every enrolled edge, its stored skills brief (key, class and scope of each): an edge's full
+     * metadata is ≈ 15 KB, and 15,000 edges' of it made ListEdges take seconds. The brief list is
+     * read once per inventory digest (edges of one version share one) and remembered.
+     */
     async list(): Promise<EdgeRow[]> {
-      return db.select().from(edges).orderBy(asc(edges.id));
+      const { skills: _skills, ...columns } = getTableColumns(edges);
+      const rows = await db.select(columns).from(edges).orderBy(asc(edges.id));
+      const missing = [...new Set(rows.map((r) => r.skillsDigest))].filter((d) => d && !briefs.has(d));
+      for (let i = 0; i < missing.length; i += LOOKUP_CHUNK) {
+        const found = await db
+          .selectDistinctOn([edges.skillsDigest], { digest: edges.skillsDigest, brief: BRIEF })
+          .from(edges)
+          .where(inArray(edges.skillsDigest, missing.slice(i, i + LOOKUP_CHUNK)));
+        for (const f of found) remember(f.digest, f.brief);
+      }
+      // Rows written before digests were recorded: their own brief, one by one (rare, and shrinking).
+      const legacy = rows.filter((r) => !r.skillsDigest).map((r) => r.id);
+      const own = new Map<string, unknown[]>();
+      for (let i = 0; i < legacy.length; i += LOOKUP_CHUNK) {
+        const found = await db.select({ id: edges.id, brief: BRIEF }).from(edges).where(inArray(edges.id, legacy.slice(i, i + LOOKUP_CHUNK)));
+        for (const f of found) own.set(f.id, f.brief);
+      }
+      return rows.map((r) => ({ ...r, skills: (r.skillsDigest ? briefs.get(r.skillsDigest) : own.get(r.id)) ?? [] }));
     },
 
     /** Records a welcomed edge; a revoked edge is never marked online. Batched with other presence writes. */
@@ -218,6 +246,11 @@ function batched<K, V>(read: (keys: K[]) => Promise<Map<K, V>>) {
     },
   };
 }
+
+/** Distinct brief skill lists remembered. */
+const BRIEF_CACHE = 256;
+/** An edge's stored skills as key, class and scope only (computed by PostgreSQL, so the metadata never leaves it). */
+const BRIEF = sql<unknown[]>`(select coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('key', s -> 'key', 'class', s -> 'class', 'scope', s -> 'scope'))), '[]'::jsonb) from jsonb_array_elements(${edges.skills}) as s)`;
 
 /** Presence rows written per statement. */
 const PRESENCE_CHUNK = 500;
