@@ -117,7 +117,20 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   // The cluster secret is read (or first written) when the manager starts serving (startManager).
   let peerSecret = "";
   const peers = createPeerLink({ self: managerId, secret: () => peerSecret, tlsCa: config.server.peer_ca || config.server.tls_cert || undefined, log });
-  cluster = createCluster({ local: localHub, database, lease, peers, pollMs: parseDuration(config.server.presence_poll ?? "1s"), log, labelsOf: async (id) => (await edges.credential(id))?.labels });
+  cluster = createCluster({
+    local: localHub,
+    database,
+    lease,
+    peers,
+    pollMs: parseDuration(config.server.presence_poll ?? "1s"),
+    log,
+    labelsOf: async (id) => (await edges.credential(id))?.labels,
+    // A rescan or reload asked through another manager: the same here, from this manager's files.
+    onReload: (what) => {
+      const r = what === "packs" ? packs?.rescan() : playbooks.reload();
+      if (r) log.info({ what, loaded: r.loaded.length, problems: r.problems.length }, `${what} reloaded: another manager was asked to`);
+    },
+  });
   hub = cluster;
   const peering = {
     self: managerId,

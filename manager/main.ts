@@ -133,7 +133,7 @@ export async function startManager(config: ManagerConfig, log: Logger = createLo
   const httpRoutes: HttpRoute[] = [createMetricsRoute({ ...core, config, log }), createHookRoutes({ ...core, config, log }), ...(mcp ? [mcp.route] : [])];
   const interceptors = [markDecoded, errorMapper, authInterceptor({ identity: core.identity, audit: core.audit, log, authFailures: { limit: config.server.auth_failures_per_minute, windowMs: parseDuration(config.server.auth_failure_window) } }), textGuard];
   const rpc = rpcAdapter({
-    routes: routes({ ...core, outputCapBytes: config.skills.output_cap_bytes }),
+    routes: routes({ ...core, outputCapBytes: config.skills.output_cap_bytes, reloadEverywhere: (what) => core.cluster.reloadEverywhere(what) }),
     readMaxBytes: config.server.max_request_bytes,
     interceptors,
     contextValues: requestContextValues,

@@ -9,7 +9,7 @@
  */
 import { execSync } from "node:child_process";
 import http2 from "node:http2";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -21,6 +21,8 @@ import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { ApprovalService, ApprovalState, type WatchResponse } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
 import { PeerService } from "../proto/gen/ongrid/v1/peer_service_pb.ts";
 import { AgentService } from "../proto/gen/ongrid/v1/agent_service_pb.ts";
+import { PlaybookService } from "../proto/gen/ongrid/v1/playbook_service_pb.ts";
+import { BODY_SECTIONS } from "../manager/playbooks/parse.ts";
 import { writePack } from "./support/packs.ts";
 import { approvals, edges as edgesTable, managers } from "../manager/db/schema/index.ts";
 import { peerHeaders } from "../manager/fleet/peer-auth.ts";
@@ -59,7 +61,9 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
     if (reason !== null) throw new Error(`PostgreSQL is required when CI=true: ${reason}`);
     dir = mkdtempSync(join(tmpdir(), "ongrid-cluster-"));
     pg = await createTestDatabase();
-    for (let i = 0; i < 3; i++) ms.push(await bootManager({ database_url: pg.url, "server.presence_poll": "200ms", "approvals.ttl": "10m" }));
+    mkdirSync(join(dir, "playbooks"));
+    // One playbook directory for all three (as one image or one mount would give them), not watched.
+    for (let i = 0; i < 3; i++) ms.push(await bootManager({ database_url: pg.url, "server.presence_poll": "200ms", "approvals.ttl": "10m", "playbooks.dirs": join(dir, "playbooks"), "playbooks.watch": false }));
     fleet.push(await startEdge(ms[A], "edge-on-a", { labels: { team: "pay" } }));
     fleet.push(await startEdge(ms[B], "edge-on-b", { labels: { team: "pay" } }));
     tokens.olga = await makeUser(ms[A], "olga", "operator");
@@ -226,6 +230,17 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
       const res = await client(m, "olga").skills.executeSkill({ key: "pack_cluster_late", edgeId: "edge-packs-on-c", input: { case: "paramsJson", value: '{"word":"cluster"}' } });
       expect(res.result?.success, JSON.stringify(res.result?.error)).toBe(true);
     }
+  });
+
+  test("a playbook reload asked through one manager reloads every manager", async () => {
+    const name = "cluster_reload_check";
+    mkdirSync(join(dir, "playbooks", name));
+    writeFileSync(join(dir, "playbooks", name, "SKILL.md"), `---\nname: ${name}\ndescription: test playbook for the cluster reload\n---\n${BODY_SECTIONS.map((x) => `## ${x}\ntext\n`).join("")}`);
+    const listed = async (m: TestManager) => (await createClient(PlaybookService, createConnectTransport({ baseUrl: m.url, httpVersion: "1.1", interceptors: [bearer(tokens.admin)] })).listPlaybooks({})).playbooks.some((p) => p.name === name);
+    for (const m of ms) expect(await listed(m)).toBe(false);
+    const r = await createClient(PlaybookService, createConnectTransport({ baseUrl: ms[A].url, httpVersion: "1.1", interceptors: [bearer(tokens.admin)] })).reload({});
+    expect(r.added).toContain(name);
+    for (const m of ms) expect(await waitFor(() => listed(m), 10_000), `listed on ${m.lease.id}`).toBe(true);
   });
 
   test("a diagnosis served by any manager runs its steps on an edge another manager holds", async () => {

@@ -42,8 +42,14 @@ interface RemoteEdge extends EdgeSession {
   readonly digest: string;
 }
 
-/** A command for an edge's holder. */
-type FleetCommand = { op: "disconnect"; edge: string; message: string; from: string } | { op: "relabel"; edge: string; from: string };
+/** What a reload asked through one manager reloads on every manager (each from its own files). */
+export type ReloadKind = "packs" | "playbooks";
+
+/** A command for an edge's holder, or for every manager. */
+type FleetCommand =
+  | { op: "disconnect"; edge: string; message: string; from: string }
+  | { op: "relabel"; edge: string; from: string }
+  | { op: "reload"; what: ReloadKind; from: string };
 
 /** Creates the cluster view over the local hub. `labelsOf` reads an edge's labels from the database (for a relabel made elsewhere). */
 export function createCluster(o: {
@@ -54,6 +60,8 @@ export function createCluster(o: {
   pollMs: number;
   log: Logger;
   labelsOf(edgeId: string): Promise<Record<string, string> | undefined>;
+  /** Reloads this manager's packs or playbooks when another manager was asked to (RescanPacks, Reload). */
+  onReload?(what: ReloadKind): void;
 }) {
   const { local, database, lease, log } = o;
   const db = database.db;
@@ -172,7 +180,7 @@ export function createCluster(o: {
   }
 
   function publish(cmd: FleetCommand): void {
-    database.notify(FLEET_CHANNEL, JSON.stringify(cmd)).catch((err: Error) => log.warn({ err: err.message, op: cmd.op, edge: cmd.edge }, "could not tell the other managers about an edge change; the holder's periodic token re-check still applies it"));
+    database.notify(FLEET_CHANNEL, JSON.stringify(cmd)).catch((err: Error) => log.warn({ err: err.message, op: cmd.op, edge: "edge" in cmd ? cmd.edge : "" }, "could not tell the other managers about an edge change; the holder's periodic token re-check still applies it"));
   }
 
   async function onCommand(payload: string): Promise<void> {
@@ -182,7 +190,12 @@ export function createCluster(o: {
     } catch {
       return;
     }
-    if (cmd.from === self || typeof cmd.edge !== "string" || !local.session(cmd.edge)) return;
+    if (cmd.from === self) return;
+    if (cmd.op === "reload") {
+      if (cmd.what === "packs" || cmd.what === "playbooks") o.onReload?.(cmd.what);
+      return;
+    }
+    if (typeof cmd.edge !== "string" || !local.session(cmd.edge)) return;
     if (cmd.op === "disconnect") local.disconnect(cmd.edge, String(cmd.message ?? "disconnected by another manager"));
     else if (cmd.op === "relabel") {
       const labels = await o.labelsOf(cmd.edge);
@@ -196,7 +209,14 @@ export function createCluster(o: {
     return r ? others.get(r.manager) : undefined;
   }
 
-  const hub: Hub & { start(): Promise<void>; stop(): Promise<void>; announce(): void; holderOf(edgeId: string): string | undefined; refresh(): Promise<void> } = {
+  const hub: Hub & {
+    start(): Promise<void>;
+    stop(): Promise<void>;
+    announce(): void;
+    holderOf(edgeId: string): string | undefined;
+    refresh(): Promise<void>;
+    reloadEverywhere(what: ReloadKind): void;
+  } = {
     ...local,
     session: (edgeId) => local.session(edgeId) ?? view.get(edgeId),
     sessions: () => {
@@ -232,6 +252,10 @@ export function createCluster(o: {
     holderOf(edgeId) {
       if (local.session(edgeId)) return self;
       return holderOf(edgeId)?.id;
+    },
+    /** Asks every other manager to reload its packs or playbooks too (this one already did). */
+    reloadEverywhere(what) {
+      if (database.kind === "postgres") publish({ op: "reload", what, from: self });
     },
     /** Reads the other managers' edges now (tests, and after this manager's start). */
     refresh: () => read(),

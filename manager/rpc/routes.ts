@@ -49,6 +49,8 @@ export function routes(deps: {
   database: Database;
   /** skills.output_cap_bytes: bounds the results one batched fan-out message carries. */
   outputCapBytes: number;
+  /** Asks the other managers sharing the database to reload packs or playbooks too. */
+  reloadEverywhere?(what: "packs" | "playbooks"): void;
 }) {
   return (router: ConnectRouter) => {
     router.service(SkillService, createSkillService(deps));

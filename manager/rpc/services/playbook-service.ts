@@ -8,7 +8,7 @@ import { callerOf } from "../../identity/caller.ts";
 import { playbookToProto, decisionToProto, listPlaybooksResponse, problemToProto } from "../messages/playbook.ts";
 
 /** Builds the PlaybookService implementation. */
-export function createPlaybookService(deps: { playbooks: PlaybookRegistry; router: Router }): ServiceImpl<typeof PlaybookService> {
+export function createPlaybookService(deps: { playbooks: PlaybookRegistry; router: Router; reloadEverywhere?(what: "playbooks"): void }): ServiceImpl<typeof PlaybookService> {
   const { playbooks, router } = deps;
   return {
     listPlaybooks() {
@@ -21,6 +21,8 @@ export function createPlaybookService(deps: { playbooks: PlaybookRegistry; route
     },
     reload() {
       const r = playbooks.reload();
+      // The other managers sharing the database reload their own playbook directories too.
+      deps.reloadEverywhere?.("playbooks");
       return { added: r.added, changed: r.changed, removed: r.removed, loaded: r.loaded, problems: r.problems.map(problemToProto), skipped: r.skipped, generation: BigInt(r.generation) };
     },
     async route(req, ctx) {

@@ -43,7 +43,7 @@ function edgeResultToProto(ev: Extract<FanOutEvent, { kind: "edge" }>): MessageI
 }
 
 /** Builds the SkillService implementation over the registry, the hub and the dispatcher. */
-export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; packs?: PackSet; outputCapBytes: number }): ServiceImpl<typeof SkillService> {
+export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; dispatcher: Dispatcher; packs?: PackSet; outputCapBytes: number; reloadEverywhere?(what: "packs"): void }): ServiceImpl<typeof SkillService> {
   const { registry, hub, dispatcher, packs } = deps;
   const perMessage = resultsPerMessage(deps.outputCapBytes);
   return {
@@ -52,6 +52,8 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
         throw new OngridError("failed_precondition", "this manager has no skill pack directories configured", "set packs.dirs (ONGRID_PACK_DIRS) and restart the manager");
       }
       const r = packs.rescan();
+      // The other managers sharing the database rescan their own pack directories too.
+      deps.reloadEverywhere?.("packs");
       return { added: r.added, changed: r.changed, removed: r.removed, loaded: r.loaded, problems: r.problems.map(formatProblem) };
     },
     listSkills(req, ctx) {
