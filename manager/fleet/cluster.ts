@@ -31,8 +31,11 @@ export const PRESENCE_CHANNEL = "ongrid_presence";
 export const FLEET_CHANNEL = "ongrid_fleet";
 /** A full read of the other managers' edges this often (the incremental reads' safety net). */
 const FULL_READ_MS = 30_000;
-/** Incremental reads look back this far before the previous read (clock skew, slow commits). */
-const OVERLAP_MS = 10_000;
+/**
+ * Incremental reads take rows whose presence_at (the database's clock) is past the newest one
+ * seen, less this: a write whose statement started earlier may commit after a read.
+ */
+const OVERLAP_MS = 3_000;
 /** Distinct skill lists kept parsed. */
 const SKILL_LISTS = 256;
 
@@ -40,6 +43,8 @@ const SKILL_LISTS = 256;
 interface RemoteEdge extends EdgeSession {
   readonly manager: string;
   readonly digest: string;
+  /** presence_at of the row it was built from: an unchanged row is not built again. */
+  readonly presenceAt: number;
 }
 
 /** What a reload asked through one manager reloads on every manager (each from its own files). */
@@ -71,6 +76,8 @@ export function createCluster(o: {
   const lists = new Map<string, ReadonlyMap<string, Skill>>();
   let lastRead = 0;
   let lastFull = 0;
+  /** The newest presence_at read so far (database clock), for the next incremental read. */
+  let watermark = 0;
   let reading: Promise<void> | undefined;
   let again = false;
   let timer: ReturnType<typeof setInterval> | undefined;
@@ -110,7 +117,7 @@ export function createCluster(o: {
       lastRead = started;
       return;
     }
-    const full = started - lastFull >= FULL_READ_MS || !lastRead;
+    const full = started - lastFull >= FULL_READ_MS || !lastRead || !watermark;
     const rows = await db
       .select({
         id: edges.id,
@@ -124,11 +131,13 @@ export function createCluster(o: {
         os: edges.os,
         lastSeenAt: edges.lastSeenAt,
         digest: edges.skillsDigest,
+        presenceAt: edges.presenceAt,
       })
       .from(edges)
-      .where(full ? and(eq(edges.online, true), ne(edges.managerId, self)) : gt(edges.presenceAt, new Date(lastRead - OVERLAP_MS)));
+      .where(full ? and(eq(edges.online, true), ne(edges.managerId, self)) : gt(edges.presenceAt, new Date(watermark - OVERLAP_MS)));
+    for (const r of rows) if (r.presenceAt && r.presenceAt.getTime() > watermark) watermark = r.presenceAt.getTime();
     const held = rows.filter((r) => r.online && !r.revokedAt && r.manager !== self && others.has(r.manager));
-    await skillLists([...new Set(held.map((r) => r.digest))]);
+    await skillLists([...new Set(held.map((r) => r.digest))].filter((d) => !lists.has(d)));
     if (full) {
       const seen = new Set(held.map((r) => r.id));
       for (const id of view.keys()) if (!seen.has(id)) view.delete(id);
@@ -137,8 +146,13 @@ export function createCluster(o: {
       for (const r of rows) if (!(r.online && !r.revokedAt && r.manager !== self && others.has(r.manager))) view.delete(r.id);
     }
     for (const r of held) {
+      const at = r.presenceAt?.getTime() ?? 0;
+      const had = view.get(r.id);
+      // Re-read in the overlap or a full read, unchanged: keep the object built before.
+      if (had && had.presenceAt === at && had.manager === r.manager && had.digest === r.digest && at) continue;
       const seen = r.lastSeenAt ?? new Date(started);
       view.set(r.id, {
+        presenceAt: at,
         edgeId: r.id,
         manager: r.manager,
         digest: r.digest,
@@ -175,7 +189,7 @@ export function createCluster(o: {
     soon = setTimeout(() => {
       soon = undefined;
       void read();
-    }, 50);
+    }, 100);
     soon.unref();
   }
 

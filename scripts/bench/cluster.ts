@@ -7,7 +7,7 @@
  *   npm run bench:cluster -- [--managers 3] [--edges-per-manager 5000] [--fan-out-runs 5]
  *                            [--exec-calls 300] [--sim-processes 1] [--inventory builtins|echo]
  *                            [--failover-timeout 120] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
- *                            [--out FILE]
+ *                            [--out FILE] [--manager-cpu-prof DIR]
  *
  * The run, in order:
  * - baseline: manager #1 alone on the database with its edges: FanOutSkill of bench_echo to all
@@ -77,6 +77,7 @@ function flags() {
       "failover-timeout": { type: "string", default: "120" },
       "database-url": { type: "string", default: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres" },
       out: { type: "string" },
+      "manager-cpu-prof": { type: "string" },
     },
   });
   const inventory = values.inventory!;
@@ -92,6 +93,8 @@ function flags() {
     failoverTimeoutMs: intFlag("failover-timeout", values["failover-timeout"]!, 1) * 1000,
     databaseUrl: values["database-url"]!,
     out: resolve(values.out ?? join(HERE, "results", "cluster.json")),
+    /** Writes a V8 CPU profile of manager #1 (the entry) into this directory. */
+    managerCpuProf: values["manager-cpu-prof"] ? resolve(values["manager-cpu-prof"]) : undefined,
   };
 }
 
@@ -186,7 +189,7 @@ async function main(): Promise<number> {
 
   const startMember = async (m: Member, firstStart: boolean) => {
     const t0 = performance.now();
-    const proc = await startManagerProcess({ root: ROOT, port: m.port, dataDir: m.dataDir, databaseUrl: db.url, needFds, firstStart, env: { ONGRID_MANAGER_ID: m.id } });
+    const proc = await startManagerProcess({ root: ROOT, port: m.port, dataDir: m.dataDir, databaseUrl: db.url, needFds, firstStart, env: { ONGRID_MANAGER_ID: m.id }, cpuProfDir: m.n === 1 ? o.managerCpuProf : undefined });
     if (proc.url !== m.url) throw new Error(`manager #${m.n} listens on ${proc.url}, not ${m.url}`);
     m.proc = proc;
     log(`  manager #${m.n} (${m.id}, pid ${proc.child.pid}) listening on ${m.url} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -6,13 +6,15 @@ import { MetadataSchema } from "../../../proto/gen/ongrid/v1/skill_pb.ts";
 import { create } from "@bufbuild/protobuf";
 import type { EdgeRow } from "../../db/schema/index.ts";
 import type { Hub } from "../../fleet/hub.ts";
-import { metadataToProto } from "../convert.ts";
+import { classToProto, metadataToProto, scopeToProto } from "../convert.ts";
 
 /** An edge row plus live presence as the contract's Edge; `full` includes every skill's metadata. */
 export function edgeToProto(row: EdgeRow, hub: Hub, full: boolean): Edge {
   const live = hub.session(row.id);
+  // A list shows each skill's key, class and scope only: built straight from the session's skills
+  // (the full metadata of 15,000 edges' dozen skills each was most of a ListEdges' time).
   const skills = live
-    ? [...live.skills.values()].map((s) => metadataToProto(s))
+    ? [...live.skills.values()].map((s) => (full ? metadataToProto(s) : create(MetadataSchema, { key: s.meta.key, class: classToProto(s.meta.class), scope: scopeToProto(s.meta.scope) })))
     : (row.skills as JsonValue[]).flatMap((j) => {
         try {
           return [fromJson(MetadataSchema, j, { ignoreUnknownFields: true })];
