@@ -116,6 +116,28 @@ describe("the edge's HTTP/2 client", () => {
     expect(seen.te).toBe("trailers");
   });
 
+  it("dials connectAddress while the URL's host still names the server (one of several addresses a name resolves to)", async () => {
+    let authority = "";
+    const { url } = await serve((stream, headers) => {
+      authority = String(headers[":authority"]);
+      echo(stream, headers);
+    });
+    const port = new URL(url).port;
+    // A name that does not resolve: only the given address is dialled.
+    const res = await createH2Client({ connectAddress: "127.0.0.1" })(request(`http://managers.invalid:${port}`, chunks(Buffer.from("via address"))));
+    expect(res.status).toBe(200);
+    expect((await readAll(res.body)).toString()).toBe("via address");
+    expect(authority).toBe(`managers.invalid:${port}`);
+    // TLS verifies the name, not the address: a certificate for 127.0.0.1/localhost is refused for another name.
+    const secure = await serve(echo, pki);
+    const tlsPort = new URL(secure.url).port;
+    const ok = await createH2Client({ ca: pki.caPem, connectAddress: "127.0.0.1" })(request(`https://localhost:${tlsPort}`, chunks(Buffer.from("tls"))));
+    expect((await readAll(ok.body)).toString()).toBe("tls");
+    const refused = await createH2Client({ ca: pki.caPem, connectAddress: "127.0.0.1" })(request(`https://managers.invalid:${tlsPort}`, chunks(Buffer.from("x")))).catch((e) => e);
+    expect(refused).toBeInstanceOf(ConnectError);
+    expect(String(refused.message)).toMatch(/altnames|certificate|Hostname/i);
+  });
+
   it("moves megabytes both ways under flow control, messages interleaved as a bidi stream needs", async () => {
     const { url } = await serve(echo);
     const big = Buffer.alloc(3 * 1024 * 1024, 7);
