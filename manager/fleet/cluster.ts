@@ -136,14 +136,16 @@ export function createCluster(o: {
       .from(edges)
       .where(full ? and(eq(edges.online, true), ne(edges.managerId, self)) : gt(edges.presenceAt, new Date(watermark - OVERLAP_MS)));
     for (const r of rows) if (r.presenceAt && r.presenceAt.getTime() > watermark) watermark = r.presenceAt.getTime();
-    const held = rows.filter((r) => r.online && !r.revokedAt && r.manager !== self && others.has(r.manager));
+    // Held now by another live manager: in the view; any other row read is not (any more).
+    const isHeld = (r: (typeof rows)[number]) => r.online && !r.revokedAt && r.manager !== self && others.has(r.manager);
+    const held = rows.filter(isHeld);
     await skillLists([...new Set(held.map((r) => r.digest))].filter((d) => !lists.has(d)));
     if (full) {
       const seen = new Set(held.map((r) => r.id));
       for (const id of view.keys()) if (!seen.has(id)) view.delete(id);
       lastFull = started;
     } else {
-      for (const r of rows) if (!(r.online && !r.revokedAt && r.manager !== self && others.has(r.manager))) view.delete(r.id);
+      for (const r of rows) if (!isHeld(r)) view.delete(r.id);
     }
     for (const r of held) {
       const at = r.presenceAt?.getTime() ?? 0;

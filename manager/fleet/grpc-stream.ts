@@ -49,6 +49,52 @@ export function grpcFrame(body: Uint8Array): Buffer {
   return frame;
 }
 
+/** Why a stream of gRPC messages cannot be read on: a frame over the size limit, or a compressed one. */
+export type FrameProblem = { kind: "too_large"; len: number } | { kind: "compressed" };
+
+/**
+ * Splits received bytes into gRPC's length-prefixed messages (both ends of a raw gRPC stream use
+ * it: the tunnel and the peer link's server side, the peer link's client side). Chunks are
+ * concatenated only when a frame is complete.
+ */
+export function createFrameReader(maxMessageBytes: number) {
+  let chunks: Buffer[] = [];
+  let buffered = 0;
+  return {
+    /** Bytes received and not yet part of a whole message. */
+    get buffered(): number {
+      return buffered;
+    },
+    /** How many bytes the frame being received needs in all ("at least 5" before its header). */
+    wanted(): string {
+      return buffered >= 5 ? `${5 + Buffer.concat(chunks).readUInt32BE(1)}` : "at least 5";
+    },
+    /**
+     * Adds `chunk` and hands each whole message body to `onMessage`, which returns false to stop
+     * reading (the stream ended). Returns the problem that ends the stream, if any.
+     */
+    push(chunk: Buffer, onMessage: (body: Buffer) => boolean): FrameProblem | undefined {
+      chunks.push(chunk);
+      buffered += chunk.length;
+      while (buffered >= 5) {
+        if (chunks[0].length < 5) chunks = [Buffer.concat(chunks)];
+        const head = chunks[0];
+        const len = head.readUInt32BE(1);
+        if (len > maxMessageBytes) return { kind: "too_large", len };
+        if (head[0] & 1) return { kind: "compressed" };
+        if (buffered < 5 + len) break;
+        const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+        const body = all.subarray(5, 5 + len);
+        const rest = all.subarray(5 + len);
+        chunks = rest.length ? [rest] : [];
+        buffered = rest.length;
+        if (!onMessage(body)) break;
+      }
+      return undefined;
+    },
+  };
+}
+
 /** Percent-encodes a grpc-message as the gRPC spec asks: only '%' and bytes outside printable ASCII. */
 export function encodeGrpcMessage(message: string): string {
   let out = "";
@@ -98,9 +144,7 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
 ): GrpcBidiCall<O> {
   let closed = false;
   let status: GrpcStatus = { code: 0 as Code, message: "" };
-  // Received bytes not yet decoded: a list of chunks, concatenated only when a frame is complete.
-  let chunks: Buffer[] = [];
-  let buffered = 0;
+  const reader = createFrameReader(maxMessageBytes);
 
   stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
   stream.on("wantTrailers", () => {
@@ -150,44 +194,25 @@ export function acceptBidi<I extends DescMessage, O extends DescMessage>(
 
   stream.on("data", (chunk: Buffer) => {
     if (closed) return;
-    chunks.push(chunk);
-    buffered += chunk.length;
-    while (buffered >= 5) {
-      if (chunks[0].length < 5) chunks = [Buffer.concat(chunks)];
-      const head = chunks[0];
-      const flags = head[0];
-      const len = head.readUInt32BE(1);
-      if (len > maxMessageBytes) {
-        call.end({ code: Code.ResourceExhausted, message: `tunnel frame of ${len} bytes exceeds the ${maxMessageBytes}-byte limit` });
-        return;
-      }
-      if (flags & 1) {
-        call.end({ code: Code.Unimplemented, message: "compressed tunnel frames are not supported" });
-        return;
-      }
-      if (buffered < 5 + len) break;
-      const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-      const body = all.subarray(5, 5 + len);
-      const rest = all.subarray(5 + len);
-      chunks = rest.length ? [rest] : [];
-      buffered = rest.length;
+    const problem = reader.push(chunk, (body) => {
       let message: MessageShape<I>;
       try {
         message = fromBinary(input, body);
       } catch (err) {
         call.end({ code: Code.InvalidArgument, message: `malformed tunnel frame: ${(err as Error).message}` });
-        return;
+        return false;
       }
       handlers.onMessage(message);
-      if (closed) return;
-    }
+      return !closed;
+    });
+    if (problem?.kind === "too_large") call.end({ code: Code.ResourceExhausted, message: `tunnel frame of ${problem.len} bytes exceeds the ${maxMessageBytes}-byte limit` });
+    else if (problem) call.end({ code: Code.Unimplemented, message: "compressed tunnel frames are not supported" });
   });
   const onEnd = () => {
     // The peer half-closed: answer with our trailers.
     if (closed) return;
-    if (buffered > 0) {
-      const want = buffered >= 5 ? `${5 + Buffer.concat(chunks).readUInt32BE(1)}` : "at least 5";
-      call.end({ code: Code.InvalidArgument, message: `the stream ended inside a tunnel frame: ${buffered} of ${want} bytes received` });
+    if (reader.buffered > 0) {
+      call.end({ code: Code.InvalidArgument, message: `the stream ended inside a tunnel frame: ${reader.buffered} of ${reader.wanted()} bytes received` });
       return;
     }
     call.end(handlers.onEnd?.());

@@ -15,7 +15,7 @@ import tls from "node:tls";
 import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { LinkRequestSchema, LinkResponseSchema, PeerService, type PeerOutcome, type PeerServiceExecuteRequest } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
-import { grpcFrame } from "./grpc-stream.ts";
+import { createFrameReader, grpcFrame } from "./grpc-stream.ts";
 
 /** A peer's TCP connect (and TLS handshake) must complete within this. */
 const CONNECT_TIMEOUT_MS = 3_000;
@@ -52,8 +52,7 @@ export function openPeerConnection(url: string, headers: Record<string, string>,
   const batches = new Map<bigint, BatchListener>();
   let nextId = 1n;
   let closed = false;
-  let chunks: Buffer[] = [];
-  let buffered = 0;
+  const reader = createFrameReader(MAX_MESSAGE_BYTES);
   const target = new URL(url);
   const session = http2.connect(url, { createConnection: () => dial(target, ca) });
   const stream = session.request({ ":method": "POST", ":path": LINK_PATH, "content-type": "application/grpc+proto", te: "trailers", ...headers });
@@ -85,26 +84,19 @@ export function openPeerConnection(url: string, headers: Record<string, string>,
   });
   stream.on("trailers", onStatus);
   stream.on("data", (chunk: Buffer) => {
-    chunks.push(chunk);
-    buffered += chunk.length;
-    while (buffered >= 5) {
-      if (chunks[0].length < 5) chunks = [Buffer.concat(chunks)];
-      const len = chunks[0].readUInt32BE(1);
-      if (len > MAX_MESSAGE_BYTES) return fail(`a message of ${len} bytes exceeds ${MAX_MESSAGE_BYTES}`);
-      if (buffered < 5 + len) break;
-      const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-      const body = all.subarray(5, 5 + len);
-      const rest = all.subarray(5 + len);
-      chunks = rest.length ? [rest] : [];
-      buffered = rest.length;
+    const problem = reader.push(chunk, (body) => {
       let m;
       try {
         m = fromBinary(LinkResponseSchema, body);
       } catch (err) {
-        return fail(`malformed message: ${(err as Error).message}`);
+        fail(`malformed message: ${(err as Error).message}`);
+        return false;
       }
       batches.get(m.batchId)?.outcomes(m.outcomes);
-    }
+      return !closed;
+    });
+    if (problem?.kind === "too_large") fail(`a message of ${problem.len} bytes exceeds ${MAX_MESSAGE_BYTES}`);
+    else if (problem) fail("a compressed message: the link does not compress");
   });
   stream.on("close", () => fail(session.destroyed ? "the connection closed" : `the link stream closed (code ${stream.rstCode})`));
   stream.on("error", (err) => fail(err.message));
