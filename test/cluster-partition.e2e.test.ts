@@ -21,6 +21,7 @@ import { stopChild, waitFor } from "./support/edge.ts";
 import { bearer } from "./support/auth.ts";
 import { createTestDatabase, pgUnavailableReason, type TestDatabase } from "./support/pg.ts";
 import { refusal } from "./support/rejection.ts";
+import { createVethNamespace, removeVethNamespace } from "./support/netns.ts";
 
 const reason = await pgUnavailableReason();
 const requirePg = process.env.CI === "true";
@@ -35,6 +36,7 @@ describe.skipIf(reason !== null && !requirePg)(`a partitioned peer manager${reas
   const VN = `ogpn${pid % 100_000}`;
   const HOST_IP = `10.201.${k}.1`;
   const NS_IP = `10.201.${k}.2`;
+  const NET = { ns: NS, hostIf: VH, nsIf: VN, hostIp: HOST_IP, nsIp: NS_IP };
   const TABLE = `ongrid_part_${pid}`;
   const P_PORT = 17_000 + (pid % 1000);
   let pg: TestDatabase;
@@ -63,13 +65,7 @@ describe.skipIf(reason !== null && !requirePg)(`a partitioned peer manager${reas
   beforeAll(async () => {
     if (reason !== null) throw new Error(`PostgreSQL is required when CI=true: ${reason}`);
     pg = await createTestDatabase();
-    sh("ip", ["netns", "add", NS]);
-    sh("ip", ["link", "add", VH, "type", "veth", "peer", "name", VN, "netns", NS]);
-    sh("ip", ["addr", "add", `${HOST_IP}/30`, "dev", VH]);
-    sh("ip", ["link", "set", VH, "up"]);
-    sh("ip", ["-n", NS, "addr", "add", `${NS_IP}/30`, "dev", VN]);
-    sh("ip", ["-n", NS, "link", "set", VN, "up"]);
-    sh("ip", ["-n", NS, "link", "set", "lo", "up"]);
+    createVethNamespace(NET);
     // PostgreSQL listens on the host's loopback: P reaches it through this relay on the veth.
     const target = new URL(pg.url);
     relay = net.createServer((down) => {
@@ -111,16 +107,7 @@ describe.skipIf(reason !== null && !requirePg)(`a partitioned peer manager${reas
     await a?.stop();
     for (const s of relayed) s.destroy();
     relay?.close();
-    try {
-      sh("ip", ["netns", "del", NS]);
-    } catch (err) {
-      console.warn(`ip netns del ${NS} failed:`, err);
-    }
-    try {
-      sh("ip", ["link", "del", VH]);
-    } catch {
-      /* gone with the namespace */
-    }
+    removeVethNamespace(NET, "partition");
     await pg?.drop();
   }, 60_000);
 

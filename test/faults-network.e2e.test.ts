@@ -28,6 +28,7 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, stopChild, waitFor, type TestEdge } from "./support/edge.ts";
 import { bearer, makeUser } from "./support/auth.ts";
 import { processFaults } from "./support/process-faults.ts";
+import { createVethNamespace, removeVethNamespace } from "./support/netns.ts";
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: "pipe", encoding: "utf8" });
 const seqOf = (err: ConnectError) => Number(err.metadata.get("ongrid-audit-seq") ?? 0);
@@ -104,6 +105,7 @@ describe("F4: network partition between an edge's namespace and the manager", ()
   const VN = `ogn${pid % 1_000_000}`;
   const HOST_IP = `10.200.${k}.1`;
   const NS_IP = `10.200.${k}.2`;
+  const NET = { ns: NS, hostIf: VH, nsIf: VN, hostIp: HOST_IP, nsIp: NS_IP };
   const TABLE = `ongrid_f4_${pid}`;
   const ID = "f4-edge";
   const uniq = `${pid}${Date.now() % 100000}`;
@@ -125,13 +127,7 @@ describe("F4: network partition between an edge's namespace and the manager", ()
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "ongrid-f4-"));
-    sh("ip", ["netns", "add", NS]);
-    sh("ip", ["link", "add", VH, "type", "veth", "peer", "name", VN, "netns", NS]);
-    sh("ip", ["addr", "add", `${HOST_IP}/30`, "dev", VH]);
-    sh("ip", ["link", "set", VH, "up"]);
-    sh("ip", ["-n", NS, "addr", "add", `${NS_IP}/30`, "dev", VN]);
-    sh("ip", ["-n", NS, "link", "set", VN, "up"]);
-    sh("ip", ["-n", NS, "link", "set", "lo", "up"]);
+    createVethNamespace(NET);
     m = await bootManager({ "server.host": HOST_IP, "tunnel.heartbeat_interval": `${HEARTBEAT_MS}ms` });
     expect(m.url).toMatch(new RegExp(`^http://${HOST_IP.replace(/\./g, "\\.")}:\\d+$`));
     olga = clients(m, await makeUser(m, "olga", "operator"));
@@ -156,17 +152,7 @@ describe("F4: network partition between an edge's namespace and the manager", ()
     await control?.stop();
     await m?.stop().catch((err) => console.warn("F4 manager stop failed:", err));
     for (const mk of markers) for (const p of processesWith(mk)) if (p > 1) process.kill(p, "SIGKILL");
-    // Deleting the namespace deletes the nft table in it and the veth pair (both ends).
-    try {
-      sh("ip", ["netns", "del", NS]);
-    } catch (err) {
-      console.warn(`F4: ip netns del ${NS} failed:`, err);
-    }
-    try {
-      sh("ip", ["link", "del", VH]);
-    } catch {
-      /* gone with the namespace */
-    }
+    removeVethNamespace(NET, "F4");
     if (dir) rmSync(dir, { recursive: true, force: true });
     console.log(`F4 observed: ${JSON.stringify(observed)}`);
   });

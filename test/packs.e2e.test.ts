@@ -1,5 +1,4 @@
 /** Subprocess packs end to end (E1–E2): a real manager with manager-scope packs, the compiled edge with host-scope packs, rescans on change, SIGHUP and `ongrid packs rescan`. */
-import { writePack } from "./support/packs.ts";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +13,7 @@ import { bootManager, type TestManager } from "./support/manager.ts";
 import { startEdge, waitFor, type TestEdge } from "./support/edge.ts";
 import { ROOT, runOngrid, startAndWaitFor, stopGroup } from "./support/cli.ts";
 import { bearer, makeUser } from "./support/auth.ts";
+import { writePack } from "./support/packs.ts";
 
 let work: string;
 let managerPacks: string;
