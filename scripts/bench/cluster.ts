@@ -7,7 +7,7 @@
  *   npm run bench:cluster -- [--managers 3] [--edges-per-manager 5000] [--fan-out-runs 5]
  *                            [--exec-calls 300] [--sim-processes 1] [--inventory builtins|echo]
  *                            [--failover-timeout 120] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
- *                            [--out FILE] [--manager-cpu-prof DIR]
+ *                            [--out FILE] [--manager-cpu-prof DIR] [--manager-cpus 0.4]
  *
  * The run, in order:
  * - baseline: manager #1 alone on the database with its edges: FanOutSkill of bench_echo to all
@@ -28,7 +28,12 @@
  *   as the real edge's `--rebalance-interval` does: #2 is not restarted here.)
  *
  * Everything (every manager, the simulated fleet, PostgreSQL and this process) shares the
- * machine's CPUs; the table says how many and the load average. The run creates a database of its
+ * machine's CPUs; the table says how many and the load average. With `--manager-cpus C` (Linux,
+ * root) each manager process, in the baseline and in the cluster, runs in a control group of its
+ * own limited to C CPUs' worth of time (scripts/bench/lib/cpu-limit.ts): every manager then has
+ * the same share whether one or M run, as if each had a machine of C CPUs — what the fan-out ratio
+ * would be with a core per manager, on a machine with fewer cores than managers. C × M should
+ * leave the simulators and PostgreSQL room (the bench refuses C × M ≥ the CPUs). The run creates a database of its
  * own on the server (ongrid_bench_<random>) and drops it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -45,6 +50,7 @@ import { fanOutOnce, timeFanOuts, type FanOutRun } from "./lib/fan-out.ts";
 import { intFlag } from "./lib/flags.ts";
 import { startManagerProcess, type ManagerProc } from "./lib/manager-proc.ts";
 import { alive, cpuMeter, fdLimit, pidsNamed, sleep, stop } from "./lib/proc.ts";
+import { cpuLimitSupport, limitCpu } from "./lib/cpu-limit.ts";
 import { boundRow, infoRow, machineInfo, ratioRow, table, writeJson, type Row } from "./lib/report.ts";
 import { timeInterleaved, timeSequential } from "./lib/round-trip.ts";
 import { createBenchDatabase, runBench, runContext } from "./lib/run.ts";
@@ -78,12 +84,23 @@ function flags() {
       "database-url": { type: "string", default: process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres" },
       out: { type: "string" },
       "manager-cpu-prof": { type: "string" },
+      "manager-cpus": { type: "string" },
     },
   });
   const inventory = values.inventory!;
   if (inventory !== "builtins" && inventory !== "echo") throw new Error(`--inventory: "${inventory}" is not builtins or echo`);
+  const managers = intFlag("managers", values.managers!, 2);
+  let managerCpus: number | undefined;
+  if (values["manager-cpus"] !== undefined) {
+    managerCpus = Number(values["manager-cpus"]);
+    if (!(managerCpus > 0) || managerCpus * managers >= cpus().length) {
+      throw new Error(`--manager-cpus: "${values["manager-cpus"]}" must be a number of CPUs above 0 whose ${managers}-fold is below this machine's ${cpus().length} CPUs (the simulators and PostgreSQL need the rest)`);
+    }
+    const why = cpuLimitSupport();
+    if (why) throw new Error(`--manager-cpus: ${why}`);
+  }
   return {
-    managers: intFlag("managers", values.managers!, 2),
+    managers,
     edgesPerManager: intFlag("edges-per-manager", values["edges-per-manager"]!, 1),
     fanOutRuns: intFlag("fan-out-runs", values["fan-out-runs"]!, 1),
     execCalls: intFlag("exec-calls", values["exec-calls"]!, 10),
@@ -95,6 +112,8 @@ function flags() {
     out: resolve(values.out ?? join(HERE, "results", "cluster.json")),
     /** Writes a V8 CPU profile of manager #1 (the entry) into this directory. */
     managerCpuProf: values["manager-cpu-prof"] ? resolve(values["manager-cpu-prof"]) : undefined,
+    /** Each manager process limited to this many CPUs' worth of time. */
+    managerCpus,
   };
 }
 
@@ -192,6 +211,10 @@ async function main(): Promise<number> {
     const proc = await startManagerProcess({ root: ROOT, port: m.port, dataDir: m.dataDir, databaseUrl: db.url, needFds, firstStart, env: { ONGRID_MANAGER_ID: m.id }, cpuProfDir: m.n === 1 ? o.managerCpuProf : undefined });
     if (proc.url !== m.url) throw new Error(`manager #${m.n} listens on ${proc.url}, not ${m.url}`);
     m.proc = proc;
+    if (o.managerCpus !== undefined) {
+      const unlimit = limitCpu(proc.child.pid, o.managerCpus, m.id);
+      cleanups.push(async () => unlimit());
+    }
     log(`  manager #${m.n} (${m.id}, pid ${proc.child.pid}) listening on ${m.url} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     return proc;
   };
@@ -364,12 +387,26 @@ async function main(): Promise<number> {
   const fanCpu = (runs: FanOutRun[]) => median(runs.map((r) => Object.values(r.cpuMs).reduce((a, v) => a + v, 0)));
   const medianCpu = (runs: FanOutRun[]) => Object.fromEntries(Object.keys(runs[0]?.cpuMs ?? {}).map((k) => [k, median(runs.map((r) => r.cpuMs[k]!))]));
   log(`CPU ms per fan-out (median): cluster ${JSON.stringify(medianCpu(clusterFan))}; baseline ${JSON.stringify(medianCpu(baseFan))}`);
+  // The entry gates, audits and streams every edge's call; it runs its own edges' calls on its tunnel
+  // and hands the others' to their holders. Its CPU per forwarded call against per local call bounds
+  // the fan-out ratio with a core per manager: cluster ÷ baseline = 1 + (M − 1) × forwarded ÷ local.
+  const entryCpu = medianCpu(clusterFan)["manager #1"] ?? Number.NaN;
+  const baseEntryCpu = medianCpu(baseFan)["manager #1"] ?? Number.NaN;
+  const entryPerLocalUs = (baseEntryCpu / N) * 1000;
+  const entryPerForwardedUs = ((entryCpu - baseEntryCpu) / ((M - 1) * N)) * 1000;
   rows.push(
     { ...infoRow(`edges manager #1 lists online: ${M} managers × ${N}`, "edges", total), target: `${total}`, result: Object.values(seen.value).reduce((a, c) => a + c, 0) === total ? "pass" : "fail" },
     infoRow(`time until manager #1 lists them all online, after the last edge was welcomed (poll resolution ≈ ${(seen.resolutionMs / 1000).toFixed(2)} s)`, "s", seen.ms / 1000),
     infoRow(`time until manager #1 lists them all online, from starting the simulators of ${rest}'s ${(M - 1) * N} edges (their start-up included)`, "s", seenFromStartMs / 1000),
     ratioRow(`fan-out through #1 to all ${total} edges of ${M} managers, p50 of ${o.fanOutRuns} (baseline: #1 alone, its ${N})`, "ms", clusterFanP50, baseFanP50, FAN_OUT_MAX_RATIO),
     infoRow(`CPU time of one fan-out, all processes, median (baseline: #1 alone); ÷ ${cpus().length} CPUs is its floor in wall time here`, "ms", fanCpu(clusterFan), fanCpu(baseFan)),
+    infoRow(
+      `CPU time of one fan-out in manager #1 (the entry), median: the ratio is the fan-out ratio's floor when every manager has a CPU share of its own${o.managerCpus !== undefined ? ` (here ${o.managerCpus} CPUs each: ÷ ${o.managerCpus} is its floor in wall time)` : ""}`,
+      "ms",
+      entryCpu,
+      baseEntryCpu,
+    ),
+    infoRow(`manager #1's CPU per edge call of a fan-out: forwarded ((cluster − baseline) ÷ ${(M - 1) * N}) against local (baseline ÷ ${N})`, "µs", entryPerForwardedUs, entryPerLocalUs),
     ratioRow(`ExecuteSkill p50 through #1 on an edge #2 holds, forwarded (baseline: on an edge #1 holds, same run)`, "ms", fwd.p50, local.p50, FORWARD_MAX_RATIO),
     infoRow(`ExecuteSkill p99 through #1, forwarded (baseline: local, same run)`, "ms", fwd.p99, local.p99),
     infoRow("peer-link overhead per forwarded call: forwarded p50 − local p50", "ms", fwd.p50 - local.p50),
@@ -379,6 +416,7 @@ async function main(): Promise<number> {
     infoRow(`failover: kill -9 of #2 until its ${N} simulated edges were all welcomed again (the simulator's clock)`, "s", backInSim !== undefined ? backInSim / 1000 : Number.NaN),
     { ...infoRow(`fan-out through #1 to all ${total} after the failover: edges answering`, "edges", after?.succeeded ?? Number.NaN), target: `${total}`, result: after?.succeeded === total && after.targeted === total ? "pass" : "fail" },
     infoRow(`CPUs, shared by all ${M} managers, the simulated fleet (${M * o.simProcesses} processes), PostgreSQL and this process`, "CPUs", cpus().length),
+    ...(o.managerCpus !== undefined ? [infoRow("CPU limit of each manager process (its own control group), baseline and cluster alike", "CPUs", o.managerCpus)] : []),
     infoRow("load average, 1 min, at the end (baseline: at the start)", "load", loadAfter[0], loadBefore[0]),
   );
   details.baseline = { fan_out_runs: baseFan, execute: { edge: localEdge, ...baseExec } };
@@ -407,6 +445,7 @@ async function main(): Promise<number> {
   console.log(table(rows, { ongrid: "cluster", target: "goal", result: "pass/FAIL" }).replace(/ fail(\s*)$/gm, " FAIL$1"));
   console.log(
     `\nmachine bound: all ${M} managers, the simulated fleet (${M * o.simProcesses} processes), PostgreSQL and this process share ${cpus().length} CPUs` +
+      (o.managerCpus !== undefined ? `; each manager is limited to ${o.managerCpus} of them` : "") +
       ` (load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} at the start, ${loadAfter.map((l) => l.toFixed(2)).join(" ")} at the end)`,
   );
   writeJson(o.out, {
@@ -414,7 +453,7 @@ async function main(): Promise<number> {
     date: new Date().toISOString(),
     duration_s: totalS,
     machine: machineInfo(loadBefore, loadAfter, { open_files: lim, shared_by: `all ${M} managers, the simulated fleet (${M * o.simProcesses} processes), PostgreSQL and the bench process` }),
-    params: { managers: M, edges_per_manager: N, fan_out_runs: o.fanOutRuns, exec_calls: o.execCalls, exec_warmup: EXEC_WARMUP, sim_processes_per_manager: o.simProcesses, inventory: o.inventory, failover_timeout_ms: o.failoverTimeoutMs },
+    params: { managers: M, edges_per_manager: N, fan_out_runs: o.fanOutRuns, exec_calls: o.execCalls, exec_warmup: EXEC_WARMUP, sim_processes_per_manager: o.simProcesses, inventory: o.inventory, failover_timeout_ms: o.failoverTimeoutMs, manager_cpus: o.managerCpus ?? null },
     goals: { fan_out_ratio: FAN_OUT_MAX_RATIO, forwarded_p50_ratio: FORWARD_MAX_RATIO, failover_s: FAILOVER_MAX_S },
     metrics: rows,
     details,
