@@ -116,7 +116,7 @@ export async function openCore(config: ManagerConfig, log: Logger) {
   });
   // The cluster secret is read (or first written) when the manager starts serving (startManager).
   let peerSecret = "";
-  const peers = createPeerLink({ self: managerId, secret: () => peerSecret, tlsCa: config.server.peer_ca || config.server.tls_cert || undefined, log });
+  const peers = createPeerLink({ self: managerId, secret: () => peerSecret, tlsCa: config.server.peer_ca || config.server.tls_cert || undefined, requireTls: config.server.require_tls, log });
   cluster = createCluster({
     local: localHub,
     database,

@@ -43,14 +43,50 @@ const DEADLINE_MARGIN_MS = 5_000;
 /** Codes a holder may answer for a call; anything else is reported as unavailable. */
 const PASSED_CODES = new Set<string>(["unavailable", "cancelled", "deadline_exceeded", "invalid_argument", "not_found", "internal", "resource_exhausted", "failed_precondition"]);
 
-/** Creates the forwarder of this manager (`self`), proving itself with the cluster secret. */
-export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: string; log: Logger }) {
+/** Whether a URL's host is a loopback address (a plaintext link to it never leaves the host). */
+function onLoopback(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
+  } catch {
+    return false;
+  }
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * Creates the forwarder of this manager (`self`), proving itself with the cluster secret. A
+ * forwarded call's params (an injected credential's value included) and its result cross the
+ * link: with `requireTls` (server.require_tls) a holder that advertises a plaintext http:// URL
+ * is refused before anything is sent; without it, the first call to such a holder off loopback
+ * logs a warning.
+ */
+export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: string; requireTls?: boolean; log: Logger }) {
   /** One Link per peer URL, opened on first use and replaced once it fails. */
   const links = new Map<string, PeerConnection>();
   /** Calls waiting for this tick's flush: by holder, then by the signal they share. */
   let queued = new Map<string, { holder: Holder; groups: Map<AbortSignal | undefined, Waiting[]> }>();
   let scheduled = false;
   let ca: Buffer | undefined;
+  /** Plaintext peer URLs already warned about. */
+  const warned = new Set<string>();
+
+  /** The refusal of a call to a plaintext holder under require_tls; warns once per plaintext peer off loopback. */
+  function plaintext(holder: Holder): OngridError | undefined {
+    if (!holder.url.startsWith("http:")) return undefined;
+    if (o.requireTls) {
+      return new OngridError(
+        "unavailable",
+        `manager "${holder.id}" (${holder.url}), which holds the edge, advertises a plaintext http:// URL, and server.require_tls forbids forwarding a call in clear`,
+        "serve TLS on every manager (server.tls_cert, server.tls_key) and set server.advertise_url to its https:// URL",
+      );
+    }
+    if (!warned.has(holder.url) && !onLoopback(holder.url)) {
+      warned.add(holder.url);
+      o.log.warn({ peer: holder.id, url: holder.url }, "forwarding calls to a peer manager over plaintext http://: their params (injected credentials included) and results cross the network in clear; serve TLS on every manager");
+    }
+    return undefined;
+  }
 
   function link(url: string): PeerConnection {
     let l = links.get(url);
@@ -134,6 +170,8 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
     /** Runs one call on the edge `holder` holds; calls of this tick to one holder under one signal share a request. */
     call(holder: Holder, call: ForwardedCall, signal?: AbortSignal): Promise<ResultEnvelope> {
       if (signal?.aborted) return Promise.reject(new OngridError("cancelled", `the call of "${call.key}" on edge "${call.edgeId}" was cancelled`));
+      const refused = plaintext(holder);
+      if (refused) return Promise.reject(refused);
       return new Promise((resolve, reject) => {
         const key = `${holder.id} ${holder.url}`;
         let h = queued.get(key);
