@@ -68,8 +68,8 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
   let queued = new Map<string, { holder: Holder; groups: Map<AbortSignal | undefined, Waiting[]> }>();
   let scheduled = false;
   let ca: Buffer | undefined;
-  /** Plaintext peer URLs already warned about. */
-  const warned = new Set<string>();
+  /** Plaintext peer URLs already looked at (warned about, or on loopback): once per URL, not per call. */
+  const seen = new Set<string>();
 
   /** The refusal of a call to a plaintext holder under require_tls; warns once per plaintext peer off loopback. */
   function plaintext(holder: Holder): OngridError | undefined {
@@ -81,9 +81,9 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
         "serve TLS on every manager (server.tls_cert, server.tls_key) and set server.advertise_url to its https:// URL",
       );
     }
-    if (!warned.has(holder.url) && !onLoopback(holder.url)) {
-      warned.add(holder.url);
-      o.log.warn({ peer: holder.id, url: holder.url }, "forwarding calls to a peer manager over plaintext http://: their params (injected credentials included) and results cross the network in clear; serve TLS on every manager");
+    if (!seen.has(holder.url)) {
+      seen.add(holder.url);
+      if (!onLoopback(holder.url)) o.log.warn({ peer: holder.id, url: holder.url }, "forwarding calls to a peer manager over plaintext http://: their params (injected credentials included) and results cross the network in clear; serve TLS on every manager");
     }
     return undefined;
   }
