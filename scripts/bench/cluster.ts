@@ -9,6 +9,9 @@
  *                            [--failover-timeout 120] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
  *                            [--out FILE] [--manager-cpu-prof DIR] [--manager-cpus 0.4]
  *
+ * With --manager-cpu-prof, the JSON's fan_out_window_us (baseline and cluster) are the monotonic
+ * clock's µs around the timed fan-outs; scripts/bench/cpuprofile-top.ts cuts the profile to them.
+ *
  * The run, in order:
  * - baseline: manager #1 alone on the database with its edges: FanOutSkill of bench_echo to all
  *   of them (1 warm-up + `--fan-out-runs`, median), and `--exec-calls` sequential ExecuteSkill
@@ -36,7 +39,7 @@
  * leave the simulators and PostgreSQL room (the bench refuses C × M ≥ the CPUs). The run creates a database of its
  * own on the server (ongrid_bench_<random>) and drops it.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -59,6 +62,8 @@ import { enrollFleet, startFleet, type Fleet } from "../sim/fleet.ts";
 import { freeStablePort } from "../../test/support/free-port.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
+/** The monotonic clock in µs: what V8 CPU profiles of every process on the machine are timed by. */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 const HERE = import.meta.dirname;
 /** Untimed ExecuteSkill calls before the timed ones (connections, JIT, the peer link's HTTP/2 session). */
 const EXEC_WARMUP = 50;
@@ -270,7 +275,9 @@ async function main(): Promise<number> {
 
   log(`baseline fan-out: FanOutSkill "bench=1" through manager #1 alone to its ${N} edges, 1 warm-up + ${o.fanOutRuns} runs`);
   const baseCpu = () => cpuMeter({ "manager #1": managerPids([members[0]!]), "simulated edges": simPids, postgresql: () => pidsNamed("postgres") });
+  const baseFrom = monotonicUs();
   const baseFan = await timeFanOuts(m1.skills, { selector: "bench=1", expected: N, runs: o.fanOutRuns, log, cpu: baseCpu });
+  const baseWindow = [baseFrom, monotonicUs()] as const;
   const localEdge = enrolled[0]![0]!.id;
   const forwardedEdge = enrolled[1]![0]!.id;
   log(`baseline ExecuteSkill: ${EXEC_WARMUP} warm-up + ${o.execCalls} sequential calls through manager #1 on ${localEdge}`);
@@ -310,7 +317,9 @@ async function main(): Promise<number> {
   log(`cluster fan-out: FanOutSkill "bench=1" through manager #1 to all ${total} edges of ${M} managers, 1 warm-up + ${o.fanOutRuns} runs`);
   const clusterCpu = () =>
     cpuMeter({ "manager #1": managerPids([members[0]!]), "other managers": managerPids(members.slice(1)), "simulated edges": simPids, postgresql: () => pidsNamed("postgres") });
+  const clusterFrom = monotonicUs();
   const clusterFan = await timeFanOuts(m1.skills, { selector: "bench=1", expected: total, runs: o.fanOutRuns, log, cpu: clusterCpu });
+  const clusterWindow = [clusterFrom, monotonicUs()] as const;
 
   const holder = (await m1.edges.getEdge({ id: forwardedEdge })).edge?.managerId;
   if (holder !== members[1]!.id) throw new Error(`manager #1 says ${forwardedEdge} is held by "${holder}", not ${members[1]!.id}`);
@@ -419,13 +428,14 @@ async function main(): Promise<number> {
     ...(o.managerCpus !== undefined ? [infoRow("CPU limit of each manager process (its own control group), baseline and cluster alike", "CPUs", o.managerCpus)] : []),
     infoRow("load average, 1 min, at the end (baseline: at the start)", "load", loadAfter[0], loadBefore[0]),
   );
-  details.baseline = { fan_out_runs: baseFan, execute: { edge: localEdge, ...baseExec } };
+  details.baseline = { fan_out_runs: baseFan, fan_out_window_us: baseWindow, execute: { edge: localEdge, ...baseExec } };
   details.cluster = {
     manager_ids: members.map((m) => m.id),
     enrol_ms: enrolMs,
     connect_other_fleets_ms: welcomedMs,
     seen_by_first: { after_welcomed_ms: seen.ms, after_simulators_started_ms: seenFromStartMs, polls: seen.polls, resolution_ms: seen.resolutionMs, list_edges_ms_median: median(seen.probeMs), holders: seen.value },
     fan_out_runs: clusterFan,
+    fan_out_window_us: clusterWindow,
     execute: { forwarded: { edge: forwardedEdge, holder, ...fwd }, local: { edge: localEdge, ...local }, peer_link_overhead_p50_ms: fwd.p50 - local.p50 },
   };
   details.failover = {
@@ -459,6 +469,17 @@ async function main(): Promise<number> {
     details,
   });
   console.log(`\nJSON: ${o.out}\ntotal time: ${totalS.toFixed(1)} s`);
+  if (o.managerCpuProf) {
+    // Written when manager #1 exited (node names it with its pid); its clock is this process's (monotonic).
+    const pid = members[0]!.proc!.child.pid;
+    const file = readdirSync(o.managerCpuProf).find((f) => f.endsWith(".cpuprofile") && f.includes(`.${pid}.`));
+    const path = file ? join(o.managerCpuProf, file) : `${o.managerCpuProf}/<manager #1's>.cpuprofile`;
+    console.log(
+      `manager #1's CPU profile: ${path}; where its CPU went during the cluster fan-outs, and the baseline's:\n` +
+        `  npx tsx scripts/bench/cpuprofile-top.ts ${path} --window ${clusterWindow.join("-")}\n` +
+        `  npx tsx scripts/bench/cpuprofile-top.ts ${path} --window ${baseWindow.join("-")}`,
+    );
+  }
   return 0;
 }
 
