@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { OngridError, type ErrorCode } from "../../skill/errors.ts";
+import { isLoopbackHost } from "../../skill/net.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
 import { PeerCallSchema, PeerServiceExecuteRequestSchema } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
 import { openPeerConnection, type PeerConnection } from "./peer-connection.ts";
@@ -43,15 +44,13 @@ const DEADLINE_MARGIN_MS = 5_000;
 /** Codes a holder may answer for a call; anything else is reported as unavailable. */
 const PASSED_CODES = new Set<string>(["unavailable", "cancelled", "deadline_exceeded", "invalid_argument", "not_found", "internal", "resource_exhausted", "failed_precondition"]);
 
-/** Whether a URL's host is a loopback address (a plaintext link to it never leaves the host). */
+/** Whether a URL's host is this machine's loopback (a plaintext link to it never leaves the host). */
 function onLoopback(url: string): boolean {
-  let host: string;
   try {
-    host = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
+    return isLoopbackHost(new URL(url).hostname);
   } catch {
     return false;
   }
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**

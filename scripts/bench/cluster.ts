@@ -36,7 +36,9 @@
  * own limited to C CPUs' worth of time (scripts/bench/lib/cpu-limit.ts): every manager then has
  * the same share whether one or M run, as if each had a machine of C CPUs — what the fan-out ratio
  * would be with a core per manager, on a machine with fewer cores than managers. C × M should
- * leave the simulators and PostgreSQL room (the bench refuses C × M ≥ the CPUs). The run creates a database of its
+ * leave the simulators and PostgreSQL room (the bench refuses C × M ≥ the CPUs).
+ *
+ * The run creates a database of its
  * own on the server (ongrid_bench_<random>) and drops it.
  */
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -395,12 +397,14 @@ async function main(): Promise<number> {
   /** CPU ms of a fan-out summed over every measured process (managers, simulator, PostgreSQL, this one), median over the runs. */
   const fanCpu = (runs: FanOutRun[]) => median(runs.map((r) => Object.values(r.cpuMs).reduce((a, v) => a + v, 0)));
   const medianCpu = (runs: FanOutRun[]) => Object.fromEntries(Object.keys(runs[0]?.cpuMs ?? {}).map((k) => [k, median(runs.map((r) => r.cpuMs[k]!))]));
-  log(`CPU ms per fan-out (median): cluster ${JSON.stringify(medianCpu(clusterFan))}; baseline ${JSON.stringify(medianCpu(baseFan))}`);
+  const clusterCpuMs = medianCpu(clusterFan);
+  const baseCpuMs = medianCpu(baseFan);
+  log(`CPU ms per fan-out (median): cluster ${JSON.stringify(clusterCpuMs)}; baseline ${JSON.stringify(baseCpuMs)}`);
   // The entry gates, audits and streams every edge's call; it runs its own edges' calls on its tunnel
   // and hands the others' to their holders. Its CPU per forwarded call against per local call bounds
   // the fan-out ratio with a core per manager: cluster ÷ baseline = 1 + (M − 1) × forwarded ÷ local.
-  const entryCpu = medianCpu(clusterFan)["manager #1"] ?? Number.NaN;
-  const baseEntryCpu = medianCpu(baseFan)["manager #1"] ?? Number.NaN;
+  const entryCpu = clusterCpuMs["manager #1"] ?? Number.NaN;
+  const baseEntryCpu = baseCpuMs["manager #1"] ?? Number.NaN;
   const entryPerLocalUs = (baseEntryCpu / N) * 1000;
   const entryPerForwardedUs = ((entryCpu - baseEntryCpu) / ((M - 1) * N)) * 1000;
   rows.push(

@@ -45,6 +45,7 @@ function frameName(n: Node): string {
 
 export function summarise(p: Profile, windows: Array<[number, number]>, top: number): string {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const names = new Map(p.nodes.map((n) => [n.id, frameName(n)]));
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<string, number>();
@@ -54,14 +55,14 @@ export function summarise(p: Profile, windows: Array<[number, number]>, top: num
   for (const [id, us] of sampleTimes(p, windows)) {
     total += us;
     const leaf = byId.get(id)!;
-    const name = frameName(leaf);
+    const name = names.get(id)!;
     self.set(name, (self.get(name) ?? 0) + us);
     const file = leaf.callFrame.url.replace(/^.*\/node_modules\//, "") || "(native, GC, idle)";
     files.set(file, (files.get(file) ?? 0) + us);
     // A recursive function counts once per sample.
     const seen = new Set<string>();
     for (let x: number | undefined = id; x !== undefined; x = parent.get(x)) {
-      const k = frameName(byId.get(x)!);
+      const k = names.get(x)!;
       if (seen.has(k)) continue;
       seen.add(k);
       inclusive.set(k, (inclusive.get(k) ?? 0) + us);

@@ -13,12 +13,10 @@ import { join } from "node:path";
 const PERIOD_US = 20_000;
 
 interface Layout {
-  /** The directory new groups are made in. */
+  /** The directory new groups are made in, and the group a process goes back to before its group is removed. */
   base: string;
   /** Writes the limit into a group. */
   limit(dir: string, cpus: number): void;
-  /** The group a process goes back to before its group is removed. */
-  root: string;
 }
 
 function layout(): Layout | string {
@@ -34,13 +32,12 @@ function layout(): Layout | string {
         return `cannot enable the cpu controller in ${subtree}: ${(err as Error).message}`;
       }
     }
-    return { base: v2, root: v2, limit: (dir, cpus) => writeFileSync(join(dir, "cpu.max"), `${Math.round(cpus * PERIOD_US)} ${PERIOD_US}`) };
+    return { base: v2, limit: (dir, cpus) => writeFileSync(join(dir, "cpu.max"), `${Math.round(cpus * PERIOD_US)} ${PERIOD_US}`) };
   }
   const v1 = join(v2, "cpu");
   if (existsSync(join(v1, "cpu.cfs_quota_us"))) {
     return {
       base: v1,
-      root: v1,
       limit: (dir, cpus) => {
         writeFileSync(join(dir, "cpu.cfs_period_us"), String(PERIOD_US));
         writeFileSync(join(dir, "cpu.cfs_quota_us"), String(Math.round(cpus * PERIOD_US)));
@@ -84,7 +81,7 @@ export function limitCpu(pid: number, cpus: number, name: string): () => void {
   writeFileSync(join(dir, "cgroup.procs"), String(pid));
   return () => {
     try {
-      for (const p of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) writeFileSync(join(l.root, "cgroup.procs"), p);
+      for (const p of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) writeFileSync(join(l.base, "cgroup.procs"), p);
       rmdirSync(dir);
     } catch {
       // already gone with its process
