@@ -14,8 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { eq } from "drizzle-orm";
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { SkillService } from "../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { EdgeService } from "../proto/gen/ongrid/v1/edge_service_pb.ts";
 import { ApprovalService, ApprovalState, type WatchResponse } from "../proto/gen/ongrid/v1/approval_service_pb.ts";
@@ -122,6 +124,41 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
       expect(results.sort()).toEqual(["edge-on-a:true", "edge-on-b:true"]);
       expect(summary).toMatchObject({ targeted: 2, succeeded: 2 });
     }
+  });
+
+  test("forwarded fan-out results reach callers of every protocol and codec alike, batched or not, each with its one row", async () => {
+    // Through C, which holds no edge: both shares are forwarded, their results encoded by A and B.
+    const opts = { baseUrl: ms[C].url, interceptors: [bearer(tokens.olga)] };
+    const transports = {
+      grpc: createGrpcTransport(opts),
+      "grpc-web": createGrpcWebTransport({ ...opts, httpVersion: "1.1" }),
+      "grpc-web+json": createGrpcWebTransport({ ...opts, httpVersion: "1.1", useBinaryFormat: false }),
+      "connect+proto": createConnectTransport({ ...opts, httpVersion: "2" }),
+      "connect+json": createConnectTransport({ ...opts, httpVersion: "1.1", useBinaryFormat: false }),
+    };
+    for (const [name, transport] of Object.entries(transports)) {
+      for (const batchResults of [false, true]) {
+        const marker = `codec-${name}-${batchResults}`;
+        const got = new Map<string, { success?: boolean; output?: unknown; edgeId?: string; auditSeq: bigint }>();
+        let summary: { targeted: number; succeeded: number } | undefined;
+        for await (const ev of createClient(SkillService, transport).fanOutSkill({ key: "exec", selector: "team=pay", batchResults, input: { case: "params", value: { command: `echo ${marker}` } as never } })) {
+          const results = ev.event.case === "edgeResult" ? [ev.event.value] : ev.event.case === "edgeResults" ? ev.event.value.results : [];
+          for (const r of results) got.set(r.edgeId, { success: r.result?.success, output: r.result?.output && toJson(ValueSchema, r.result.output), edgeId: r.result?.edgeId, auditSeq: r.auditSeq });
+          if (ev.event.case === "summary") summary = ev.event.value;
+        }
+        expect([...got.keys()].sort(), marker).toEqual(["edge-on-a", "edge-on-b"]);
+        expect(summary, marker).toMatchObject({ targeted: 2, succeeded: 2 });
+        const rows = await auditRows(ms[C], (r) => r.toolName === "exec" && JSON.stringify(r.args).includes(marker));
+        expect(rows.map((r) => r.deviceId).sort(), marker).toEqual(["edge-on-a", "edge-on-b"]);
+        for (const row of rows) {
+          const r = got.get(row.deviceId)!;
+          expect(r, marker).toMatchObject({ success: true, edgeId: row.deviceId, auditSeq: BigInt(row.seq) });
+          expect(JSON.stringify(r.output), marker).toContain(marker);
+          expect(r.output, marker).toEqual((row.result as { output: unknown }).output);
+        }
+      }
+    }
+    expect((await ms[C].audit.verify()).ok).toBe(true);
   });
 
   test("cancelling a forwarded call cancels it on the edge behind the holder", async () => {

@@ -393,6 +393,37 @@ describeBothBackends("audit log", (backend) => {
     expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 5 });
   });
 
+  test("appendMany: one promise for many rows, each row's outcome in order; a row refused as data, or that cannot be normalised, fails alone", async () => {
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    await audit.append(rec());
+    await store.query("alter table tool_calls alter column device_id type varchar(12)");
+    // A holder's canonical result text (PreparedJson.ofCanonical) is stored and hashed as given.
+    const canonical = PreparedJson.ofCanonical('{"edge_id":"m","output":"ok","success":true}');
+    const out = await audit.appendMany([
+      rec({ deviceId: "m-1", result: canonical }),
+      rec({ deviceId: "m-with-a-long-name" }),
+      rec({ deviceId: "m-3", startedAt: new Date(Number.NaN) }),
+      rec({ deviceId: "m-4" }),
+    ]);
+    expect(out.map((r) => (r instanceof Error ? r.message.split(":")[0] : [r.seq, r.deviceId]))).toEqual([[2, "m-1"], "audit log", "audit record startedAt is not a valid date", [3, "m-4"]]);
+    expect((out[1] as Error).message).toMatch(/could not store the tool call row: .*too long/);
+    expect(await audit.appendMany([])).toEqual([]);
+    const rows = await audit.list({ limit: 10 });
+    expect(rows.map((r) => r.deviceId)).toEqual(["edge-a", "m-1", "m-4"]);
+    expect(rows[1]!.result).toEqual({ edge_id: "m", output: "ok", success: true });
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 3 });
+  });
+
+  test("PreparedJson.ofCanonical takes only one JSON object, and cleans what PostgreSQL refuses", async () => {
+    for (const bad of ["", "nul", '{"a":1} x', 'null},{"seq":9', "[1]", "null", "1", '"s"']) expect(() => PreparedJson.ofCanonical(bad), bad).toThrow(/^result_json: is not (JSON|a JSON object)/);
+    const store = await backend.fresh();
+    const audit = createAuditLog(await store.open());
+    const [row] = await audit.appendMany([rec({ result: PreparedJson.ofCanonical('{"output":"a\\u0000b"}') })]);
+    expect((row as AuditRow).result).toEqual({ output: "a\uFFFDb" });
+    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 1 });
+  });
+
   test("reopening the store keeps the rows and the chain", async () => {
     const store = await backend.fresh();
     const first = await store.open();

@@ -204,6 +204,32 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     });
   }
 
+  function appendMany(records: readonly AuditRecord[]): Promise<Array<AuditRow | Error>> {
+    if (!records.length) return Promise.resolve([]);
+    const out = new Array<AuditRow | Error>(records.length);
+    let left = records.length;
+    return new Promise((resolve) => {
+      const settle = (i: number, v: AuditRow | Error) => {
+        out[i] = v;
+        if (--left === 0) resolve(out);
+      };
+      for (let i = 0; i < records.length; i++) {
+        const record = records[i]!;
+        let stored: StoredRecord;
+        try {
+          stored = normalizeRecord(record);
+        } catch (err) {
+          settle(i, err as Error);
+          continue;
+        }
+        const argsText = record.args instanceof PreparedJson ? record.args.canonical() : undefined;
+        const resultText = record.result instanceof PreparedJson ? record.result.canonical() : undefined;
+        queue.push({ record: stored, argsText, resultText, resolve: (row) => settle(i, row), reject: (err) => settle(i, err) });
+      }
+      kick();
+    });
+  }
+
   async function flush(): Promise<void> {
     while (running || queue.length > 0) {
       if (!running) kick();
@@ -253,7 +279,7 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     return { ok: true, rowsChecked, firstBrokenSeq: 0, reason: "", lastSeq: prevSeq, lastRowHash: prevSeq === 0 ? "" : prevHash };
   }
 
-  return { append, list, verify, flush };
+  return { append, appendMany, list, verify, flush };
 }
 
 /**

@@ -77,6 +77,11 @@ export interface VerifyReport {
 export interface AuditLog {
   /** Appends one row (redacting args, result and error) and resolves once it is committed. */
   append(record: AuditRecord): Promise<AuditRow>;
+  /**
+   * Appends rows as append does, one promise for all: it resolves once each is committed or has
+   * failed, with each one's row or error in order (one row the database refuses fails alone).
+   */
+  appendMany(records: readonly AuditRecord[]): Promise<Array<AuditRow | Error>>;
   list(filter?: AuditFilter): Promise<AuditRow[]>;
   verify(): Promise<VerifyReport>;
   /** Waits for pending appends to commit. */

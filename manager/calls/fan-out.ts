@@ -26,11 +26,16 @@ export interface FanOutInput {
   mode?: PermissionMode;
   /** The playbook the calls run under (layer 0). */
   playbook?: string;
+  /**
+   * Results of edges other managers hold may come as `encoded` (FanOutEdgeResult bytes, without
+   * audit_seq) instead of `result`: for a reader that writes them to a binary protobuf stream.
+   */
+  encodedResults?: boolean;
 }
 
 /** One event of the stream. */
 export type FanOutEvent =
-  | { kind: "edge"; edgeId: string; result?: ResultEnvelope; error?: EnvelopeError; auditSeq: number }
+  | { kind: "edge"; edgeId: string; result?: ResultEnvelope; error?: EnvelopeError; auditSeq: number; encoded?: Uint8Array }
   | { kind: "summary"; targeted: number; succeeded: number; failed: number; timedOut: number; durationMs: number; leftOut: number };
 
 /** Takes the one slot of skills.max_calls_per_user the whole fan-out counts as; a refusal is audited and thrown. */
@@ -109,37 +114,42 @@ export async function* fanOutBatches(deps: { dispatcher: Dispatcher; hub: Hub },
     if (ended && remaining === 0) release();
     wake?.();
   };
+  const call = {
+    key: input.key,
+    params: input.params,
+    paramsJson: input.paramsJson,
+    sessionId: input.sessionId,
+    timeoutMs: input.perEdgeTimeoutMs,
+    caller: input.caller,
+    signal: cancel.signal,
+    mode: input.mode,
+    playbook: input.playbook,
+  };
+  const failed = (edgeId: string, e: OngridError, auditSeq: number) => {
+    if (e.code === "deadline_exceeded") timedOut++;
+    settled({ kind: "edge", edgeId, error: { code: e.code, message: e.message, hint: e.hint }, auditSeq });
+  };
   try {
-    for (const edgeId of targets) {
-      deps.dispatcher
-        .fanOutCall(
-          {
-            key: input.key,
-            params: input.params,
-            paramsJson: input.paramsJson,
-            edgeId,
-            sessionId: input.sessionId,
-            timeoutMs: input.perEdgeTimeoutMs,
-            caller: input.caller,
-            signal: cancel.signal,
-            mode: input.mode,
-            playbook: input.playbook,
-          },
-          shared,
-        )
-        .then(
-          (out) => {
-            const result = out.result!; // a fan-out's call is refused rather than parked
-            if (result.success) succeeded++;
-            else if (result.error?.code === "deadline_exceeded") timedOut++;
-            settled({ kind: "edge", edgeId, result, auditSeq: out.auditSeq });
-          },
-          (err) => {
-            const e = err instanceof OngridError ? err : new OngridError("internal", "internal error");
-            if (e.code === "deadline_exceeded") timedOut++;
-            settled({ kind: "edge", edgeId, error: { code: e.code, message: e.message, hint: e.hint }, auditSeq: err instanceof AuditedError ? err.auditSeq : 0 });
-          },
-        );
+    // The shares of the edges other managers hold go to them a batch each (M2); the rest call by call.
+    let perCall: Iterable<string> = targets;
+    if (input.encodedResults && deps.hub.forwarding) {
+      perCall = deps.dispatcher.fanOutForwarded(call, targets, shared, deps.hub.forwarding, (edgeId, out) => {
+        if ("error" in out) return failed(edgeId, out.error, out.auditSeq);
+        if (out.success) succeeded++;
+        else if (out.errorCode === "deadline_exceeded") timedOut++;
+        settled({ kind: "edge", edgeId, encoded: out.encoded, auditSeq: out.auditSeq });
+      });
+    }
+    for (const edgeId of perCall) {
+      deps.dispatcher.fanOutCall({ ...call, edgeId }, shared).then(
+        (out) => {
+          const result = out.result!; // a fan-out's call is refused rather than parked
+          if (result.success) succeeded++;
+          else if (result.error?.code === "deadline_exceeded") timedOut++;
+          settled({ kind: "edge", edgeId, result, auditSeq: out.auditSeq });
+        },
+        (err) => failed(edgeId, err instanceof OngridError ? err : new OngridError("internal", "internal error"), err instanceof AuditedError ? err.auditSeq : 0),
+      );
     }
     while (remaining > 0 || queue.length) {
       if (!queue.length) await new Promise<void>((r) => (wake = r));

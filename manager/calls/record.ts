@@ -56,35 +56,60 @@ export function createRecorder({ audit, log, onCall }: RecorderDeps) {
     return new OngridError("internal", "internal error while dispatching the call; see the manager log");
   }
 
-  /** Writes the row of a call and returns its seq. */
-  async function record(who: Who, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string; fromEdge?: boolean }): Promise<number> {
+  /**
+   * Writes the row of a call and returns its seq. `stored`, when given, is the result as the log
+   * stores it (a forwarded call's, made canonical by its holder); `result` is then only what
+   * observers are told.
+   */
+  async function record(who: Who, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string; fromEdge?: boolean; stored?: PreparedJson }): Promise<number> {
     try {
       onCall?.({ key: who.key, edgeId: who.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: Date.now() - startedAt.getTime() });
     } catch (err) {
       log.warn({ err: (err as Error)?.message }, "a call observer failed");
     }
-    const row = await audit.append(
-      auditRecord({
-        sessionId: who.sessionId,
-        toolName: who.key,
-        args: trail.args,
-        // An edge's envelope was redacted by the hub: the log checks it but does not redact it again.
-        result: outcome.fromEdge && outcome.result ? PreparedJson.ofRedacted(outcome.result) : outcome.result,
-        error: outcome.error,
-        deviceId: who.edgeId,
-        startedAt,
-        callerUserId: who.caller.userId,
-        callerRole: who.caller.role,
-        decision: trail.decision,
-        decisionReason: trail.decisionReason,
-        approvalId: trail.approvalId,
-        sopHash: trail.sopHash,
-        approvedBy: trail.approvedBy,
-        onBehalfOf: who.caller.onBehalfOf ?? "",
-        client: who.client ?? "",
-      }),
-    );
+    const row = await audit.append(rowOf(who, trail, startedAt, outcome));
     return row.seq;
+  }
+
+  /** The audit record of a call. */
+  function rowOf(who: Who, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string; fromEdge?: boolean; stored?: PreparedJson }) {
+    return auditRecord({
+      sessionId: who.sessionId,
+      toolName: who.key,
+      args: trail.args,
+      // An edge's envelope was redacted by the hub: the log checks it but does not redact it again.
+      result: outcome.stored ?? (outcome.fromEdge && outcome.result ? PreparedJson.ofRedacted(outcome.result) : outcome.result),
+      error: outcome.error,
+      deviceId: who.edgeId,
+      startedAt,
+      callerUserId: who.caller.userId,
+      callerRole: who.caller.role,
+      decision: trail.decision,
+      decisionReason: trail.decisionReason,
+      approvalId: trail.approvalId,
+      sopHash: trail.sopHash,
+      approvedBy: trail.approvedBy,
+      onBehalfOf: who.caller.onBehalfOf ?? "",
+      client: who.client ?? "",
+    });
+  }
+
+  /**
+   * Writes the rows of several calls at once (a forwarded share's outcomes that arrived together)
+   * and resolves with each one's seq, or the error its row failed with, in order.
+   */
+  async function recordMany(calls: ReadonlyArray<{ who: Who; trail: Trail; startedAt: Date; outcome: { result: ResultEnvelope | null; error: string; stored?: PreparedJson } }>): Promise<Array<number | OngridError>> {
+    const now = Date.now();
+    const records = calls.map(({ who, trail, startedAt, outcome }) => {
+      try {
+        onCall?.({ key: who.key, edgeId: who.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: now - startedAt.getTime() });
+      } catch (err) {
+        log.warn({ err: (err as Error)?.message }, "a call observer failed");
+      }
+      return rowOf(who, trail, startedAt, outcome);
+    });
+    const rows = await audit.appendMany(records);
+    return rows.map((r) => (r instanceof Error ? asOngrid(r) : r.seq));
   }
 
   /**
@@ -109,7 +134,7 @@ export function createRecorder({ audit, log, onCall }: RecorderDeps) {
     return { result, auditSeq: seq };
   }
 
-  return { asOngrid, record, settle };
+  return { asOngrid, record, recordMany, settle };
 }
 
 /** The recorder's interface. */

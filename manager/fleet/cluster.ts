@@ -246,6 +246,10 @@ export function createCluster(o: {
       for (const r of view.values()) if (r.skills.has(key)) return true;
       return false;
     },
+    forwarding: {
+      peerOf: (edgeId) => (local.session(edgeId) ? undefined : holderOf(edgeId)),
+      callEncoded: o.peers.callEncoded,
+    },
     call(edgeId, key, params, timeoutMs, signal, evidence) {
       if (local.session(edgeId)) return local.call(edgeId, key, params, timeoutMs, signal, evidence);
       const h = holderOf(edgeId);

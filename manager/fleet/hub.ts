@@ -17,6 +17,7 @@ import { createSessions } from "./sessions.ts";
 import { createTunnelCalls } from "./tunnel-calls.ts";
 import { createHandshake } from "./handshake.ts";
 import type { EdgeSession, LiveSession } from "./live-session.ts";
+import type { Holder, PeerLink } from "./peer-link.ts";
 
 /** Path of the tunnel RPC. */
 export const TUNNEL_PATH = "/ongrid.v1.EdgeTunnelService/Connect";
@@ -98,5 +99,16 @@ export function createHub(opts: HubOptions) {
   };
 }
 
-/** The hub's interface. */
-export type Hub = ReturnType<typeof createHub>;
+/**
+ * How a fan-out hands the share of the fleet one peer manager holds to that peer in one batch
+ * (M2): the cluster view's (cluster.ts); absent while this manager is alone.
+ */
+export interface Forwarding {
+  /** The live peer holding an edge; undefined when this manager holds it or nobody does. */
+  peerOf(edgeId: string): Holder | undefined;
+  /** Runs calls on edges `holder` holds, their results encoded by it (peer-link.ts). */
+  callEncoded: PeerLink["callEncoded"];
+}
+
+/** The hub's interface (with `forwarding` when it is the cluster view). */
+export type Hub = ReturnType<typeof createHub> & { forwarding?: Forwarding };

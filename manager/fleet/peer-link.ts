@@ -13,7 +13,7 @@ import type { Logger } from "pino";
 import { OngridError, type ErrorCode } from "../../skill/errors.ts";
 import { isLoopbackHost } from "../../skill/net.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
-import { PeerCallSchema, PeerServiceExecuteRequestSchema } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
+import { PeerCallSchema, PeerServiceExecuteRequestSchema, type PeerEncodedResult } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
 import { openPeerConnection, type PeerConnection } from "./peer-connection.ts";
 import { peerHeaders } from "./peer-auth.ts";
 import type { Evidence } from "./tunnel-calls.ts";
@@ -32,6 +32,15 @@ export interface ForwardedCall {
   timeoutMs: number;
   evidence?: Evidence;
 }
+
+/** A forwarded call's result as the holder encoded it for the caller (see PeerEncodedResult). */
+export type { PeerEncodedResult } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
+
+/** How an encoded call ended: its encoded result, or the error it gave no result with. */
+export type EncodedOutcome = { encoded: PeerEncodedResult } | { error: OngridError };
+
+/** How a forwarded call ended. */
+type ForwardedOutcome = EncodedOutcome | { envelope: ResultEnvelope };
 
 interface Waiting extends ForwardedCall {
   resolve(r: ResultEnvelope): void;
@@ -102,11 +111,16 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
   const unreachable = (h: Holder, why: string) =>
     new OngridError("unavailable", `manager "${h.id}" (${h.url}), which holds the edge, could not be reached: ${why}`, "retry: once that manager is gone its edges reconnect to another within their backoff");
 
-  function send(holder: Holder, signal: AbortSignal | undefined, calls: Waiting[]): void {
+  /**
+   * Sends one batch and settles each of its calls once through `settle` (index: its place in
+   * `calls`): with its envelope, its encoded result (encoded batches), or the error it ended in.
+   */
+  function send(holder: Holder, signal: AbortSignal | undefined, calls: readonly ForwardedCall[], settle: (index: number, out: ForwardedOutcome) => void, encoded = false): void {
     const paramsJson: string[] = [];
     const index = new Map<Record<string, unknown>, number>();
     const req = create(PeerServiceExecuteRequestSchema, {
       paramsJson,
+      encodedResults: encoded,
       calls: calls.map((c) => {
         let i = index.get(c.params);
         if (i === undefined) index.set(c.params, (i = paramsJson.push(JSON.stringify(c.params)) - 1));
@@ -114,11 +128,13 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
       }),
     });
     const open = new Set(calls.keys());
-    const timeoutMs = Math.max(...calls.map((c) => c.timeoutMs)) + DEADLINE_MARGIN_MS;
+    let timeoutMs = 0;
+    for (const c of calls) timeoutMs = Math.max(timeoutMs, c.timeoutMs);
+    timeoutMs += DEADLINE_MARGIN_MS;
     const l = link(holder.url);
     const end = (e: OngridError) => {
       cleanup();
-      for (const i of open) calls[i].reject(e);
+      for (const i of open) settle(i, { error: e });
       open.clear();
     };
     // The holder's tunnel enforces each call's deadline; this one only catches a silent holder.
@@ -139,14 +155,15 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
     const batchId = l.send(req, {
       outcomes(list) {
         for (const out of list) {
-          const c = calls[out.index];
-          if (!c || !open.delete(out.index)) continue;
-          if (out.outcome.case === "envelopeJson") c.resolve(JSON.parse(out.outcome.value) as ResultEnvelope);
-          else {
-            const e = out.outcome.value;
-            const code = (PASSED_CODES.has(e?.code ?? "") ? e!.code : "unavailable") as ErrorCode;
-            c.reject(new OngridError(code, e?.message || `manager "${holder.id}" gave no result`, e?.hint || undefined));
-          }
+          if (!open.delete(out.index)) continue;
+          const o = out.outcome;
+          if (o.case === "envelopeJson" && !encoded) settle(out.index, { envelope: JSON.parse(o.value) as ResultEnvelope });
+          else if (o.case === "encoded" && encoded) settle(out.index, { encoded: o.value });
+          else if (o.case === "error") {
+            const e = o.value;
+            const code = (PASSED_CODES.has(e.code) ? e.code : "unavailable") as ErrorCode;
+            settle(out.index, { error: new OngridError(code, e.message || `manager "${holder.id}" gave no result`, e.hint || undefined) });
+          } else settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call in a form this manager did not ask for (${o.case ?? "nothing"})`) });
         }
         if (!open.size) cleanup();
       },
@@ -158,11 +175,20 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
     });
   }
 
+  /** Sends the calls waiting under one signal to one holder, each settling its own promise. */
+  function sendWaiting(holder: Holder, signal: AbortSignal | undefined, calls: Waiting[]): void {
+    send(holder, signal, calls, (i, out) => {
+      const c = calls[i]!;
+      if ("envelope" in out) c.resolve(out.envelope);
+      else if ("error" in out) c.reject(out.error);
+    });
+  }
+
   function flush(): void {
     scheduled = false;
     const batch = queued;
     queued = new Map();
-    for (const { holder, groups } of batch.values()) for (const [signal, calls] of groups) send(holder, signal, calls);
+    for (const { holder, groups } of batch.values()) for (const [signal, calls] of groups) sendWaiting(holder, signal, calls);
   }
 
   return {
@@ -183,6 +209,20 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
           setImmediate(flush);
         }
       });
+    },
+    /**
+     * Runs a fan-out's share of one holder as one batch, its results encoded for the caller by the
+     * holder (PeerEncodedResult): `settle` is told each call's outcome once, as it arrives, by its
+     * index in `calls`. Refused (every call settled with the error) like call() is.
+     */
+    callEncoded(holder: Holder, calls: readonly ForwardedCall[], signal: AbortSignal | undefined, settle: (index: number, out: EncodedOutcome) => void): void {
+      if (!calls.length) return;
+      const refused = signal?.aborted ? new OngridError("cancelled", "the calls were cancelled") : plaintext(holder);
+      if (refused) {
+        for (let i = 0; i < calls.length; i++) settle(i, { error: refused });
+        return;
+      }
+      send(holder, signal, calls, settle as (index: number, out: ForwardedOutcome) => void, true);
     },
     /** Closes every link (manager shutdown): open batches fail unavailable. */
     close(): void {

@@ -7,13 +7,17 @@
  */
 import type http from "node:http";
 import type http2 from "node:http2";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
 import { SKILL_CLASSES, type SkillClass } from "../../skill/types.ts";
-import { LinkRequestSchema, LinkResponseSchema, PeerOutcomeSchema, PeerService, PeerServiceExecuteRequestSchema, type PeerOutcome, type PeerServiceExecuteRequest } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
+import { LinkRequestSchema, LinkResponseSchema, PeerOutcomeSchema, PeerEncodedResultSchema, PeerService, PeerServiceExecuteRequestSchema, type PeerEncodedResult, type PeerOutcome, type PeerServiceExecuteRequest } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
+import { FanOutEdgeResultSchema } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { canonicalJson } from "../../skill/canonical.ts";
+import { resultToProto } from "../../skill/proto.ts";
+import type { ResultEnvelope } from "../../skill/types.ts";
 import { acceptBidi, checkGrpcRequest, refuse } from "./grpc-stream.ts";
 import { verifyPeer } from "./peer-auth.ts";
 import type { Evidence, TunnelCalls } from "./tunnel-calls.ts";
@@ -52,6 +56,21 @@ function evidenceOf(e: { approvalId: string; approvers: string[]; sopHash: strin
 }
 
 /**
+ * A result as the entry manager passes it on (encoded_results): the caller's FanOutEdgeResult
+ * bytes and the audit log's canonical JSON, made here, on the holder, so that the entry manager
+ * (which gates, audits and streams every call of the fan-out) neither decodes nor encodes it again.
+ */
+export function encodedResult(edgeId: string, env: ResultEnvelope): PeerEncodedResult {
+  return create(PeerEncodedResultSchema, {
+    edgeResult: toBinary(FanOutEdgeResultSchema, create(FanOutEdgeResultSchema, { edgeId, result: resultToProto(env) })),
+    resultJson: canonicalJson(env),
+    success: env.success,
+    errorCode: env.error?.code ?? "",
+    errorMessage: env.error?.message ?? "",
+  });
+}
+
+/**
  * Checks and starts a batch: each call runs on this manager's tunnel under `signal`; outcomes go
  * to `settle` as they come (index: the call's place in the batch). Throws a ConnectError
  * (invalid_argument) for a malformed batch, before anything runs.
@@ -79,7 +98,7 @@ function runBatch(o: PeerServiceOptions, req: PeerServiceExecuteRequest, signal:
       return;
     }
     o.call(c.edgeId, c.key, params[c.paramsIndex], c.timeoutMs, signal, c.evidence).then(
-      (env) => settle(create(PeerOutcomeSchema, { index, outcome: { case: "envelopeJson", value: JSON.stringify(env) } })),
+      (env) => settle(create(PeerOutcomeSchema, { index, outcome: req.encodedResults ? { case: "encoded", value: encodedResult(c.edgeId, env) } : { case: "envelopeJson", value: JSON.stringify(env) } })),
       (err) => {
         const e = err instanceof OngridError ? err : new OngridError("internal", "internal error");
         settle(create(PeerOutcomeSchema, { index, outcome: { case: "error", value: { code: e.code, message: e.message, hint: e.hint } } }));

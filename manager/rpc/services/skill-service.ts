@@ -1,7 +1,8 @@
 /** ongrid.v1.SkillService: list, get, execute and fan out skills over Connect, gRPC and gRPC-Web. */
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { SkillService, type ExecuteSkillRequest, type FanOutEdgeResultSchema } from "../../../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { FanOutEdgeResultSchema, FanOutSkillResponseSchema, SkillService, type ExecuteSkillRequest, type FanOutSkillResponse } from "../../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import type { SkillRegistry } from "../../../skill/registry.ts";
 import type { Dispatcher } from "../../calls/execute.ts";
 import { fanOutBatches, type FanOutEvent } from "../../calls/fan-out.ts";
@@ -40,6 +41,46 @@ export function resultsPerMessage(outputCapBytes: number): number {
 /** One edge's event as the contract's FanOutEdgeResult. */
 function edgeResultToProto(ev: Extract<FanOutEvent, { kind: "edge" }>): MessageInitShape<typeof FanOutEdgeResultSchema> {
   return { edgeId: ev.edgeId, result: ev.result ? resultToProto(ev.result) : undefined, error: ev.error, auditSeq: BigInt(ev.auditSeq) };
+}
+
+/**
+ * Whether a request's messages travel in the binary protobuf encoding (gRPC, gRPC-Web and Connect
+ * without `+json`): only then may a response carry results as bytes the holder encoded.
+ */
+function binaryCodec(contentType: string | null): boolean {
+  return !!contentType && !/json/i.test(contentType);
+}
+
+/** Field numbers: FanOutSkillResponse.edge_result and .edge_results, FanOutEdgeResults.results, FanOutEdgeResult.audit_seq. */
+const EDGE_RESULT_FIELD = 1;
+const EDGE_RESULTS_FIELD = 3;
+const RESULTS_FIELD = 1;
+const AUDIT_SEQ_FIELD = 4;
+
+/**
+ * Writes one edge's event as a FanOutEdgeResult, length first: the bytes its holder encoded
+ * with audit_seq appended (the holder leaves that field out), or the event encoded here.
+ */
+function writeEdgeResult(w: BinaryWriter, ev: Extract<FanOutEvent, { kind: "edge" }>): BinaryWriter {
+  if (ev.encoded) return w.fork().raw(ev.encoded).tag(AUDIT_SEQ_FIELD, WireType.Varint).uint64(ev.auditSeq).join();
+  return w.bytes(toBinary(FanOutEdgeResultSchema, create(FanOutEdgeResultSchema, edgeResultToProto(ev))));
+}
+
+/**
+ * A FanOutSkillResponse whose edge_result (one event) or edge_results (a batch, in the order
+ * given) is written here as bytes and held as an unknown field, which protobuf-es writes as it
+ * is: results a holder encoded are copied, not decoded and encoded again.
+ */
+function encodedResponse(events: ReadonlyArray<Extract<FanOutEvent, { kind: "edge" }>>, batched: boolean): FanOutSkillResponse {
+  const w = new BinaryWriter();
+  if (batched) {
+    w.fork();
+    for (const ev of events) writeEdgeResult(w.tag(RESULTS_FIELD, WireType.LengthDelimited), ev);
+    w.join();
+  } else writeEdgeResult(w, events[0]!);
+  const m = create(FanOutSkillResponseSchema);
+  m.$unknown = [{ no: batched ? EDGE_RESULTS_FIELD : EDGE_RESULT_FIELD, wireType: WireType.LengthDelimited, data: w.finish() }];
+  return m;
 }
 
 /** Builds the SkillService implementation over the registry, the hub and the dispatcher. */
@@ -89,6 +130,7 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
       return { result: out.result ? resultToProto(out.result) : undefined, auditSeq: BigInt(out.auditSeq), approval: out.approval ? approvalToProto(out.approval) : undefined };
     },
     async *fanOutSkill(req, ctx) {
+      const binary = binaryCodec(ctx.requestHeader.get("content-type"));
       const batches = fanOutBatches(
         { dispatcher, hub },
         {
@@ -102,6 +144,8 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
           signal: ctx.signal,
           mode: modeFromProto(req.permissionMode),
           playbook: req.playbook || undefined,
+          // Over a binary codec, the results of edges other managers hold are copied as their holders encoded them.
+          encodedResults: binary,
         },
         req.batchResults ? perMessage : Number.MAX_SAFE_INTEGER,
       );
@@ -109,6 +153,9 @@ export function createSkillService(deps: { registry: SkillRegistry; hub: Hub; di
         const first = batch[0]!;
         if (first.kind === "summary") {
           yield { event: { case: "summary", value: { targeted: first.targeted, succeeded: first.succeeded, failed: first.failed, timedOut: first.timedOut, durationMs: first.durationMs, leftOut: first.leftOut } } };
+        } else if (binary && (batch as Array<typeof first>).some((ev) => ev.encoded)) {
+          if (req.batchResults) yield encodedResponse(batch as Array<typeof first>, true);
+          else for (const ev of batch as Array<typeof first>) yield ev.encoded ? encodedResponse([ev], false) : { event: { case: "edgeResult", value: edgeResultToProto(ev) } };
         } else if (req.batchResults) {
           yield { event: { case: "edgeResults", value: { results: (batch as Array<typeof first>).map(edgeResultToProto) } } };
         } else {

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/peer_service.proto.
  */
 export const file_ongrid_v1_peer_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxvbmdyaWQvdjEvcGVlcl9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiZgoLTGlua1JlcXVlc3QSJQoFYmF0Y2gYASABKAsyFC5vbmdyaWQudjEuTGlua0JhdGNoSAASJwoGY2FuY2VsGAIgASgLMhUub25ncmlkLnYxLkxpbmtDYW5jZWxIAEIHCgVmcmFtZSJUCglMaW5rQmF0Y2gSEAoIYmF0Y2hfaWQYASABKAQSNQoHcmVxdWVzdBgCIAEoCzIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0Ih4KCkxpbmtDYW5jZWwSEAoIYmF0Y2hfaWQYASABKAQiSgoMTGlua1Jlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgEEigKCG91dGNvbWVzGAIgAygLMhYub25ncmlkLnYxLlBlZXJPdXRjb21lIlQKGVBlZXJTZXJ2aWNlRXhlY3V0ZVJlcXVlc3QSEwoLcGFyYW1zX2pzb24YASADKAkSIgoFY2FsbHMYAiADKAsyEy5vbmdyaWQudjEuUGVlckNhbGwifQoIUGVlckNhbGwSDwoHZWRnZV9pZBgBIAEoCRILCgNrZXkYAiABKAkSFAoMcGFyYW1zX2luZGV4GAMgASgNEhIKCnRpbWVvdXRfbXMYBCABKA0SKQoIZXZpZGVuY2UYBSABKAsyFy5vbmdyaWQudjEuUGVlckV2aWRlbmNlInYKDFBlZXJFdmlkZW5jZRITCgthcHByb3ZhbF9pZBgBIAEoCRIRCglhcHByb3ZlcnMYAiADKAkSEAoIc29wX2hhc2gYAyABKAkSFwoPZWZmZWN0aXZlX2NsYXNzGAQgASgJEhMKC3JlYXNvbl90eXBlGAUgASgJIkYKGlBlZXJTZXJ2aWNlRXhlY3V0ZVJlc3BvbnNlEigKCG91dGNvbWVzGAEgAygLMhYub25ncmlkLnYxLlBlZXJPdXRjb21lImcKC1BlZXJPdXRjb21lEg0KBWluZGV4GAEgASgNEhcKDWVudmVsb3BlX2pzb24YAiABKAlIABIlCgVlcnJvchgDIAEoCzIULm9uZ3JpZC52MS5QZWVyRXJyb3JIAEIJCgdvdXRjb21lIjgKCVBlZXJFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDAoEaGludBgDIAEoCTKkAQoLUGVlclNlcnZpY2USWAoHRXhlY3V0ZRIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0GiUub25ncmlkLnYxLlBlZXJTZXJ2aWNlRXhlY3V0ZVJlc3BvbnNlMAESOwoETGluaxIWLm9uZ3JpZC52MS5MaW5rUmVxdWVzdBoXLm9uZ3JpZC52MS5MaW5rUmVzcG9uc2UoATABYgZwcm90bzM");
+  fileDesc("ChxvbmdyaWQvdjEvcGVlcl9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiZgoLTGlua1JlcXVlc3QSJQoFYmF0Y2gYASABKAsyFC5vbmdyaWQudjEuTGlua0JhdGNoSAASJwoGY2FuY2VsGAIgASgLMhUub25ncmlkLnYxLkxpbmtDYW5jZWxIAEIHCgVmcmFtZSJUCglMaW5rQmF0Y2gSEAoIYmF0Y2hfaWQYASABKAQSNQoHcmVxdWVzdBgCIAEoCzIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0Ih4KCkxpbmtDYW5jZWwSEAoIYmF0Y2hfaWQYASABKAQiSgoMTGlua1Jlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgEEigKCG91dGNvbWVzGAIgAygLMhYub25ncmlkLnYxLlBlZXJPdXRjb21lIm0KGVBlZXJTZXJ2aWNlRXhlY3V0ZVJlcXVlc3QSEwoLcGFyYW1zX2pzb24YASADKAkSIgoFY2FsbHMYAiADKAsyEy5vbmdyaWQudjEuUGVlckNhbGwSFwoPZW5jb2RlZF9yZXN1bHRzGAMgASgIIn0KCFBlZXJDYWxsEg8KB2VkZ2VfaWQYASABKAkSCwoDa2V5GAIgASgJEhQKDHBhcmFtc19pbmRleBgDIAEoDRISCgp0aW1lb3V0X21zGAQgASgNEikKCGV2aWRlbmNlGAUgASgLMhcub25ncmlkLnYxLlBlZXJFdmlkZW5jZSJ2CgxQZWVyRXZpZGVuY2USEwoLYXBwcm92YWxfaWQYASABKAkSEQoJYXBwcm92ZXJzGAIgAygJEhAKCHNvcF9oYXNoGAMgASgJEhcKD2VmZmVjdGl2ZV9jbGFzcxgEIAEoCRITCgtyZWFzb25fdHlwZRgFIAEoCSJGChpQZWVyU2VydmljZUV4ZWN1dGVSZXNwb25zZRIoCghvdXRjb21lcxgBIAMoCzIWLm9uZ3JpZC52MS5QZWVyT3V0Y29tZSKYAQoLUGVlck91dGNvbWUSDQoFaW5kZXgYASABKA0SFwoNZW52ZWxvcGVfanNvbhgCIAEoCUgAEiUKBWVycm9yGAMgASgLMhQub25ncmlkLnYxLlBlZXJFcnJvckgAEi8KB2VuY29kZWQYBCABKAsyHC5vbmdyaWQudjEuUGVlckVuY29kZWRSZXN1bHRIAEIJCgdvdXRjb21lInkKEVBlZXJFbmNvZGVkUmVzdWx0EhMKC2VkZ2VfcmVzdWx0GAEgASgMEhMKC3Jlc3VsdF9qc29uGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSEgoKZXJyb3JfY29kZRgEIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAUgASgJIjgKCVBlZXJFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDAoEaGludBgDIAEoCTKkAQoLUGVlclNlcnZpY2USWAoHRXhlY3V0ZRIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0GiUub25ncmlkLnYxLlBlZXJTZXJ2aWNlRXhlY3V0ZVJlc3BvbnNlMAESOwoETGluaxIWLm9uZ3JpZC52MS5MaW5rUmVxdWVzdBoXLm9uZ3JpZC52MS5MaW5rUmVzcG9uc2UoATABYgZwcm90bzM");
 
 /**
  * LinkRequest is one frame from the entry manager.
@@ -145,6 +145,14 @@ export type PeerServiceExecuteRequest = Message<"ongrid.v1.PeerServiceExecuteReq
    * @generated from field: repeated ongrid.v1.PeerCall calls = 2;
    */
   calls: PeerCall[];
+
+  /**
+   * Answer each call that ran with a PeerEncodedResult (encoded) instead of envelope_json: the
+   * entry manager then copies the caller's bytes as they are (a fan-out over a binary codec).
+   *
+   * @generated from field: bool encoded_results = 3;
+   */
+  encodedResults: boolean;
 };
 
 /**
@@ -307,6 +315,14 @@ export type PeerOutcome = Message<"ongrid.v1.PeerOutcome"> & {
      */
     value: PeerError;
     case: "error";
+  } | {
+    /**
+     * The result, already encoded for the caller (only when the request set encoded_results).
+     *
+     * @generated from field: ongrid.v1.PeerEncodedResult encoded = 4;
+     */
+    value: PeerEncodedResult;
+    case: "encoded";
   } | { case: undefined; value?: undefined };
 };
 
@@ -316,6 +332,57 @@ export type PeerOutcome = Message<"ongrid.v1.PeerOutcome"> & {
  */
 export const PeerOutcomeSchema: GenMessage<PeerOutcome> = /*@__PURE__*/
   messageDesc(file_ongrid_v1_peer_service, 8);
+
+/**
+ * PeerEncodedResult is a call's result as the entry manager passes it on and records it.
+ *
+ * @generated from message ongrid.v1.PeerEncodedResult
+ */
+export type PeerEncodedResult = Message<"ongrid.v1.PeerEncodedResult"> & {
+  /**
+   * A FanOutEdgeResult with edge_id and result set, in the binary encoding: the entry manager
+   * appends audit_seq and copies it into the caller's stream.
+   *
+   * @generated from field: bytes edge_result = 1;
+   */
+  edgeResult: Uint8Array;
+
+  /**
+   * The result envelope (already redacted and capped by the holder) as the audit log's canonical
+   * JSON: the entry manager checks that it is a JSON object and hashes and stores it as it is.
+   *
+   * @generated from field: string result_json = 2;
+   */
+  resultJson: string;
+
+  /**
+   * Whether the skill succeeded.
+   *
+   * @generated from field: bool success = 3;
+   */
+  success: boolean;
+
+  /**
+   * When it did not: the envelope's error code.
+   *
+   * @generated from field: string error_code = 4;
+   */
+  errorCode: string;
+
+  /**
+   * When it did not: the envelope's error message.
+   *
+   * @generated from field: string error_message = 5;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message ongrid.v1.PeerEncodedResult.
+ * Use `create(PeerEncodedResultSchema)` to create a new message.
+ */
+export const PeerEncodedResultSchema: GenMessage<PeerEncodedResult> = /*@__PURE__*/
+  messageDesc(file_ongrid_v1_peer_service, 9);
 
 /**
  * PeerError is why a call gave no result.
@@ -350,7 +417,7 @@ export type PeerError = Message<"ongrid.v1.PeerError"> & {
  * Use `create(PeerErrorSchema)` to create a new message.
  */
 export const PeerErrorSchema: GenMessage<PeerError> = /*@__PURE__*/
-  messageDesc(file_ongrid_v1_peer_service, 9);
+  messageDesc(file_ongrid_v1_peer_service, 10);
 
 /**
  * PeerService is what managers sharing one database call on each other (M2): a call for an edge
