@@ -68,24 +68,51 @@ export interface RowTexts {
   toolName: string;
 }
 
-export function rowTexts(row: Omit<ChainInput, "seq">): RowTexts {
+/**
+ * The JSON texts of a row's scalar fields. With `like` (a row of the same batch, and its texts),
+ * a field equal to that row's takes its text instead of being written again: a fan-out's rows
+ * differ in a few fields (edge, timing, outcome) and share the rest (caller, session, skill,
+ * decision). The texts are the same either way.
+ */
+export function rowTexts(row: Omit<ChainInput, "seq">, like?: { row: Omit<ChainInput, "seq">; texts: RowTexts }): RowTexts {
+  if (!like) {
+    return {
+      approvalId: str(row.approvalId),
+      approvedBy: row.approvedBy ? str(row.approvedBy) : "",
+      callerRole: str(row.callerRole),
+      callerUserId: str(row.callerUserId),
+      client: row.client ? str(row.client) : "",
+      decision: str(row.decision),
+      decisionReason: str(row.decisionReason),
+      deviceId: str(row.deviceId),
+      durationMs: num(row.durationMs),
+      error: str(row.error),
+      finishedAt: date(row.finishedAt),
+      onBehalfOf: row.onBehalfOf ? str(row.onBehalfOf) : "",
+      sessionId: str(row.sessionId),
+      sopHash: str(row.sopHash),
+      startedAt: date(row.startedAt),
+      toolName: str(row.toolName),
+    };
+  }
+  const { row: r, texts: t } = like;
   return {
-    approvalId: str(row.approvalId),
-    approvedBy: row.approvedBy ? str(row.approvedBy) : "",
-    callerRole: str(row.callerRole),
-    callerUserId: str(row.callerUserId),
-    client: row.client ? str(row.client) : "",
-    decision: str(row.decision),
-    decisionReason: str(row.decisionReason),
-    deviceId: str(row.deviceId),
-    durationMs: num(row.durationMs),
-    error: str(row.error),
-    finishedAt: date(row.finishedAt),
-    onBehalfOf: row.onBehalfOf ? str(row.onBehalfOf) : "",
-    sessionId: str(row.sessionId),
-    sopHash: str(row.sopHash),
-    startedAt: date(row.startedAt),
-    toolName: str(row.toolName),
+    approvalId: row.approvalId === r.approvalId ? t.approvalId : str(row.approvalId),
+    approvedBy: (row.approvedBy || "") === (r.approvedBy || "") ? t.approvedBy : row.approvedBy ? str(row.approvedBy) : "",
+    callerRole: row.callerRole === r.callerRole ? t.callerRole : str(row.callerRole),
+    callerUserId: row.callerUserId === r.callerUserId ? t.callerUserId : str(row.callerUserId),
+    client: (row.client || "") === (r.client || "") ? t.client : row.client ? str(row.client) : "",
+    decision: row.decision === r.decision ? t.decision : str(row.decision),
+    decisionReason: row.decisionReason === r.decisionReason ? t.decisionReason : str(row.decisionReason),
+    deviceId: row.deviceId === r.deviceId ? t.deviceId : str(row.deviceId),
+    durationMs: row.durationMs === r.durationMs ? t.durationMs : num(row.durationMs),
+    error: row.error === r.error ? t.error : str(row.error),
+    finishedAt: row.finishedAt.getTime() === r.finishedAt.getTime() ? t.finishedAt : date(row.finishedAt),
+    onBehalfOf: (row.onBehalfOf || "") === (r.onBehalfOf || "") ? t.onBehalfOf : row.onBehalfOf ? str(row.onBehalfOf) : "",
+    sessionId: row.sessionId === r.sessionId ? t.sessionId : str(row.sessionId),
+    sopHash: row.sopHash === r.sopHash ? t.sopHash : str(row.sopHash),
+    startedAt: row.startedAt.getTime() === r.startedAt.getTime() ? t.startedAt : date(row.startedAt),
+    toolName: row.toolName === r.toolName ? t.toolName : str(row.toolName),
   };
 }
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { expect, test } from "vitest";
 import { describeBothBackends } from "../../test/support/pg.ts";
 import { OngridError } from "../../skill/errors.ts";
-import { canonicalJson, GENESIS_HASH, rowHash } from "./chain.ts";
+import { canonicalJson, GENESIS_HASH, rowHash, rowTexts } from "./chain.ts";
 import { exportJsonLines } from "./export.ts";
 import { createAuditLog, listQuery } from "./log.ts";
 import { PreparedJson } from "./record.ts";
@@ -81,6 +81,40 @@ test("row hashes are sha256 of the previous hash and the row's canonical JSON, p
   const mcpRow = { ...agentRow, client: "claude-code/2.1.0" };
   expect(rowHash(GENESIS_HASH, mcpRow)).toBe(createHash("sha256").update(`${GENESIS_HASH}\n${canonicalJson(mcpRow)}`).digest("hex"));
   expect(rowHash(GENESIS_HASH, mcpRow)).not.toBe(rowHash(GENESIS_HASH, { ...mcpRow, client: "cursor/1.0" }));
+});
+
+test("a row's texts made alike another row's (a batch's rows share fields) are the texts made afresh", () => {
+  // Every field drawn from values that collide often: equal, different, null, undefined, "".
+  const pick = <T,>(i: number, values: T[]): T => values[i % values.length]!;
+  const row = (i: number) => ({
+    sessionId: pick(i, ["s1", "s2", ""]),
+    toolName: pick(i >> 1, ["exec", "probe"]),
+    args: null,
+    result: null,
+    error: pick(i >> 2, ["", "unavailable: x"]),
+    deviceId: pick(i, ["e1", "e2", "e3", "e4"]),
+    startedAt: new Date(T0 + pick(i >> 3, [0, 1])),
+    finishedAt: new Date(T0 + pick(i, [5, 6, 7])),
+    durationMs: pick(i, [5, 6, 7, 8, 9]),
+    callerUserId: pick(i >> 1, ["u1", null, "u2", ""]),
+    callerRole: pick(i >> 2, ["operator", null, ""]),
+    decision: pick(i >> 3, ["allow", "deny", null, ""]),
+    decisionReason: pick(i, ["safe: x", "", null]),
+    approvalId: pick(i >> 1, ["", "a-1", null]),
+    sopHash: pick(i >> 2, ["", null, "h"]),
+    approvedBy: pick(i, ["", "bob", null, undefined]),
+    onBehalfOf: pick(i >> 1, ["", "alice", null, undefined]),
+    client: pick(i >> 2, ["", "mcp/1", undefined, null]),
+  });
+  let compared = 0;
+  for (let i = 0; i < 60; i++) {
+    for (let j = 0; j < 60; j++) {
+      const like = { row: row(j), texts: rowTexts(row(j)) };
+      expect(rowTexts(row(i), like), `${i} like ${j}`).toEqual(rowTexts(row(i)));
+      compared++;
+    }
+  }
+  expect(compared).toBe(3600);
 });
 
 describeBothBackends("audit log", (backend) => {

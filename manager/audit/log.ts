@@ -324,10 +324,12 @@ function chainBatch(
 ): string[] {
   let seq = head.seq;
   let prevHash = head.rowHash;
+  let before: Pending | undefined;
   return batch.map((p) => {
     const row = p.record;
     seq += 1;
-    p.texts ??= rowTexts(row);
+    p.texts ??= rowTexts(row, before?.texts && { row: before.record, texts: before.texts });
+    before = p;
     p.argsText ??= canonicalJson(row.args ?? null);
     p.resultText ??= canonicalJson(row.result ?? null);
     row.seq = seq;
