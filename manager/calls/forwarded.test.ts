@@ -24,7 +24,7 @@ import { openDatabase, type Database } from "../db/client.ts";
 import { createEdgeStore } from "../fleet/edge-store.ts";
 import type { Forwarding, Hub } from "../fleet/hub.ts";
 import type { EncodedOutcome, ForwardedCall, Holder } from "../fleet/peer-link.ts";
-import { encodedResult } from "../fleet/peer-service.ts";
+import { encodedResult } from "../fleet/encoded-result.ts";
 import type { Caller } from "../identity/caller.ts";
 import { createApprovalStore } from "./approvals/store.ts";
 import { createDispatcher, type Dispatcher } from "./execute.ts";

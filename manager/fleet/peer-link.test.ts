@@ -1,9 +1,17 @@
+import http2 from "node:http2";
 import net from "node:net";
+import { fromBinary, toJson } from "@bufbuild/protobuf";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, test } from "vitest";
 import { OngridError } from "../../skill/errors.ts";
-import { createPeerLink, type PeerLink } from "./peer-link.ts";
+import { LinkRequestSchema, LinkResponseSchema } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
+import { FanOutEdgeResultSchema } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
+import { canonicalJson } from "../../skill/canonical.ts";
+import type { ResultEnvelope } from "../../skill/types.ts";
+import { acceptBidi } from "./grpc-stream.ts";
+import { createPeerLink, type EncodedOutcome, type PeerLink } from "./peer-link.ts";
+import { createPeerLinkHandler } from "./peer-service.ts";
 
 /** A logger whose lines this test reads. */
 function capturedLog() {
@@ -96,4 +104,58 @@ describe("peer link over plaintext (M2)", () => {
     expect((err as OngridError).message).not.toContain("require_tls");
     expect(lines.filter((l) => /plaintext/.test(l.msg))).toHaveLength(0);
   });
+});
+
+describe("encoded batches: a fan-out's share (M2)", () => {
+  const envelope = (edgeId: string): ResultEnvelope => ({ success: edgeId !== "e2", output: { up: edgeId, n: [1, 2] }, ...(edgeId === "e2" ? { error: { code: "upstream_unavailable", message: "refused", hint: "" } } : {}), duration_ms: 2, truncated: false, edge_id: edgeId });
+  const secret = "s".repeat(32);
+  type StreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
+  /** The holder as this version serves PeerService.Link, its tunnel stood in for. */
+  const current: StreamHandler = createPeerLinkHandler({ call: async (edgeId) => envelope(edgeId), holds: () => true, self: "m2", secret: () => secret, log: pino({ level: "silent" }), readMaxBytes: 4 << 20 });
+  /** A holder from before encoded_results: it answers every call with envelope_json. */
+  const old: StreamHandler = (stream, headers) => {
+    const c = acceptBidi(stream, headers, LinkRequestSchema, LinkResponseSchema, 4 << 20, {
+      onMessage(m) {
+        if (m.frame.case !== "batch") return;
+        const { batchId, request } = m.frame.value;
+        c.send({ batchId, outcomes: request!.calls.map((call, index) => ({ index, outcome: { case: "envelopeJson" as const, value: JSON.stringify(envelope(call.edgeId)) } })) });
+      },
+      onClose() {},
+    });
+  };
+
+  for (const [name, handler] of [["this version's holder encodes", current], ["a holder from before encoded_results answers envelope_json, and the entry encodes", old]] as const) {
+    test(`each call comes back as the caller's FanOutEdgeResult bytes and the row's canonical JSON: ${name}`, async () => {
+      const server = http2.createServer();
+      server.on("stream", (stream, headers) => handler(stream, headers));
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+      const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+      const link = createPeerLink({ self: "m1", secret: () => secret, log: pino({ level: "silent" }) });
+      links.push(link);
+      const ids = ["e1", "e2", "e3"];
+      try {
+        const got = await new Promise<EncodedOutcome[]>((resolve) => {
+          const out: EncodedOutcome[] = [];
+          let n = 0;
+          link.callEncoded({ id: "m2", url }, ids.map((edgeId) => ({ ...call, edgeId })), undefined, (i, o) => {
+            out[i] = o;
+            if (++n === ids.length) resolve(out);
+          });
+        });
+        for (const [i, edgeId] of ids.entries()) {
+          const o = got[i]!;
+          expect("encoded" in o, JSON.stringify("error" in o ? o.error.message : "")).toBe(true);
+          if (!("encoded" in o)) continue;
+          const env = envelope(edgeId);
+          expect(o.encoded.resultJson).toBe(canonicalJson(env));
+          expect([o.encoded.success, o.encoded.errorCode, o.encoded.errorMessage]).toEqual([env.success, env.error?.code ?? "", env.error?.message ?? ""]);
+          const decoded = toJson(FanOutEdgeResultSchema, fromBinary(FanOutEdgeResultSchema, o.encoded.edgeResult));
+          expect(decoded).toMatchObject({ edgeId, result: { output: env.output, durationMs: 2, edgeId } });
+          expect(decoded).not.toHaveProperty("auditSeq");
+        }
+      } finally {
+        server.close();
+      }
+    });
+  }
 });

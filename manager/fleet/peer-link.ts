@@ -14,6 +14,7 @@ import { OngridError, type ErrorCode } from "../../skill/errors.ts";
 import { isLoopbackHost } from "../../skill/net.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
 import { PeerCallSchema, PeerServiceExecuteRequestSchema, type PeerEncodedResult } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
+import { encodedResult } from "./encoded-result.ts";
 import { openPeerConnection, type PeerConnection } from "./peer-connection.ts";
 import { peerHeaders } from "./peer-auth.ts";
 import type { Evidence } from "./tunnel-calls.ts";
@@ -157,8 +158,17 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
         for (const out of list) {
           if (!open.delete(out.index)) continue;
           const o = out.outcome;
-          if (o.case === "envelopeJson" && !encoded) settle(out.index, { envelope: JSON.parse(o.value) as ResultEnvelope });
-          else if (o.case === "encoded" && encoded) settle(out.index, { encoded: o.value });
+          if (o.case === "envelopeJson") {
+            let envelope: ResultEnvelope;
+            try {
+              envelope = JSON.parse(o.value) as ResultEnvelope;
+            } catch {
+              settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call with envelope_json that is not JSON`) });
+              continue;
+            }
+            // A holder from before encoded_results answers an encoded batch this way: encoded here.
+            settle(out.index, encoded ? { encoded: encodedResult(calls[out.index]!.edgeId, envelope) } : { envelope });
+          } else if (o.case === "encoded" && encoded) settle(out.index, { encoded: o.value });
           else if (o.case === "error") {
             const e = o.value;
             const code = (PASSED_CODES.has(e.code) ? e.code : "unavailable") as ErrorCode;

@@ -7,17 +7,14 @@
  */
 import type http from "node:http";
 import type http2 from "node:http2";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { OngridError } from "../../skill/errors.ts";
 import { SKILL_CLASSES, type SkillClass } from "../../skill/types.ts";
-import { LinkRequestSchema, LinkResponseSchema, PeerOutcomeSchema, PeerEncodedResultSchema, PeerService, PeerServiceExecuteRequestSchema, type PeerEncodedResult, type PeerOutcome, type PeerServiceExecuteRequest } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
-import { FanOutEdgeResultSchema } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
-import { canonicalJson } from "../../skill/canonical.ts";
-import { resultToProto } from "../../skill/proto.ts";
-import type { ResultEnvelope } from "../../skill/types.ts";
+import { LinkRequestSchema, LinkResponseSchema, PeerOutcomeSchema, PeerService, PeerServiceExecuteRequestSchema, type PeerOutcome, type PeerServiceExecuteRequest } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
+import { encodedResult } from "./encoded-result.ts";
 import { acceptBidi, checkGrpcRequest, refuse } from "./grpc-stream.ts";
 import { verifyPeer } from "./peer-auth.ts";
 import type { Evidence, TunnelCalls } from "./tunnel-calls.ts";
@@ -53,21 +50,6 @@ function evidenceOf(e: { approvalId: string; approvers: string[]; sopHash: strin
   if (!e) return undefined;
   if (!SKILL_CLASSES.has(e.effectiveClass)) throw new ConnectError(`evidence.effective_class: "${e.effectiveClass.slice(0, 20)}" is not safe, mutating or dangerous`, Code.InvalidArgument);
   return { approvalId: e.approvalId, approvers: [...e.approvers], sopHash: e.sopHash, effectiveClass: e.effectiveClass as SkillClass, reasonType: e.reasonType };
-}
-
-/**
- * A result as the entry manager passes it on (encoded_results): the caller's FanOutEdgeResult
- * bytes and the audit log's canonical JSON, made here, on the holder, so that the entry manager
- * (which gates, audits and streams every call of the fan-out) neither decodes nor encodes it again.
- */
-export function encodedResult(edgeId: string, env: ResultEnvelope): PeerEncodedResult {
-  return create(PeerEncodedResultSchema, {
-    edgeResult: toBinary(FanOutEdgeResultSchema, create(FanOutEdgeResultSchema, { edgeId, result: resultToProto(env) })),
-    resultJson: canonicalJson(env),
-    success: env.success,
-    errorCode: env.error?.code ?? "",
-    errorMessage: env.error?.message ?? "",
-  });
 }
 
 /**
