@@ -7,7 +7,7 @@
  *   npm run bench:cluster -- [--managers 3] [--edges-per-manager 5000] [--fan-out-runs 5]
  *                            [--exec-calls 300] [--sim-processes 1] [--inventory builtins|echo]
  *                            [--failover-timeout 120] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
- *                            [--out FILE] [--manager-cpu-prof DIR] [--manager-cpus 0.4]
+ *                            [--out FILE] [--manager-cpu-prof DIR] [--manager-cpus 0.4] [--no-gzip]
  *
  * With --manager-cpu-prof, the JSON's fan_out_window_us (baseline and cluster) are the monotonic
  * clock's µs around the timed fan-outs; scripts/bench/cpuprofile-top.ts cuts the profile to them.
@@ -37,6 +37,10 @@
  * the same share whether one or M run, as if each had a machine of C CPUs — what the fan-out ratio
  * would be with a core per manager, on a machine with fewer cores than managers. C × M should
  * leave the simulators and PostgreSQL room (the bench refuses C × M ≥ the CPUs).
+ *
+ * With `--no-gzip` the bench's client offers no response compression, so the managers send it
+ * their FanOutSkill messages uncompressed (connect-node gzips every message a client accepts gzip
+ * for): what a fan-out costs the entry without that, baseline and cluster alike.
  *
  * The run creates a database of its
  * own on the server (ongrid_bench_<random>) and drops it.
@@ -92,6 +96,7 @@ function flags() {
       out: { type: "string" },
       "manager-cpu-prof": { type: "string" },
       "manager-cpus": { type: "string" },
+      "no-gzip": { type: "boolean", default: false },
     },
   });
   const inventory = values.inventory!;
@@ -121,6 +126,8 @@ function flags() {
     managerCpuProf: values["manager-cpu-prof"] ? resolve(values["manager-cpu-prof"]) : undefined,
     /** Each manager process limited to this many CPUs' worth of time. */
     managerCpus,
+    /** The bench's client does not offer gzip, so the managers do not compress what they send it. */
+    noGzip: values["no-gzip"]!,
   };
 }
 
@@ -136,9 +143,9 @@ interface Member {
   proc?: ManagerProc;
 }
 
-/** The admin's clients of one manager. */
-function clientsOf(url: string, token: string) {
-  const transport = createGrpcTransport({ baseUrl: url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] });
+/** The admin's clients of one manager (offering no response compression with `noGzip`). */
+function clientsOf(url: string, token: string, noGzip: boolean) {
+  const transport = createGrpcTransport({ baseUrl: url, ...(noGzip ? { acceptCompression: [] } : {}), interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] });
   return { skills: createClient(SkillService, transport), edges: createClient(EdgeService, transport) };
 }
 
@@ -244,7 +251,7 @@ async function main(): Promise<number> {
   const first = await startMember(members[0]!, true);
   const adminToken = first.adminToken;
   if (!adminToken) throw new Error("manager #1 did not print its first admin token");
-  const m1 = clientsOf(members[0]!.url, adminToken);
+  const m1 = clientsOf(members[0]!.url, adminToken, o.noGzip);
   log(`enrolling ${M} × ${N} edges through manager #1 (labels bench=1, bench_home=m<n>)`);
   const e0 = performance.now();
   const enrolled: Array<Array<{ id: string; token: string; labels: Record<string, string>; url: string }>> = [];
@@ -467,7 +474,7 @@ async function main(): Promise<number> {
     date: new Date().toISOString(),
     duration_s: totalS,
     machine: machineInfo(loadBefore, loadAfter, { open_files: lim, shared_by: `all ${M} managers, the simulated fleet (${M * o.simProcesses} processes), PostgreSQL and the bench process` }),
-    params: { managers: M, edges_per_manager: N, fan_out_runs: o.fanOutRuns, exec_calls: o.execCalls, exec_warmup: EXEC_WARMUP, sim_processes_per_manager: o.simProcesses, inventory: o.inventory, failover_timeout_ms: o.failoverTimeoutMs, manager_cpus: o.managerCpus ?? null },
+    params: { managers: M, edges_per_manager: N, fan_out_runs: o.fanOutRuns, exec_calls: o.execCalls, exec_warmup: EXEC_WARMUP, sim_processes_per_manager: o.simProcesses, inventory: o.inventory, failover_timeout_ms: o.failoverTimeoutMs, manager_cpus: o.managerCpus ?? null, no_gzip: o.noGzip },
     goals: { fan_out_ratio: FAN_OUT_MAX_RATIO, forwarded_p50_ratio: FORWARD_MAX_RATIO, failover_s: FAILOVER_MAX_S },
     metrics: rows,
     details,
