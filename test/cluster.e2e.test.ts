@@ -127,8 +127,10 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
   });
 
   test("forwarded fan-out results reach callers of every protocol and codec alike, batched or not, each with its one row", async () => {
-    // Through C, which holds no edge: both shares are forwarded, their results encoded by A and B.
-    const opts = { baseUrl: ms[C].url, interceptors: [bearer(tokens.olga)] };
+    // Through C, which holds no edge (both shares forwarded, their results encoded by A and B), and
+    // through A (its own edge's result encoded here, in the same messages as B's bytes).
+    for (const m of [ms[C], ms[A]]) {
+    const opts = { baseUrl: m.url, interceptors: [bearer(tokens.olga)] };
     const transports = {
       grpc: createGrpcTransport(opts),
       "grpc-web": createGrpcWebTransport({ ...opts, httpVersion: "1.1" }),
@@ -138,7 +140,7 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
     };
     for (const [name, transport] of Object.entries(transports)) {
       for (const batchResults of [false, true]) {
-        const marker = `codec-${name}-${batchResults}`;
+        const marker = `codec-${m.lease.id}-${name}-${batchResults}`;
         const got = new Map<string, { success?: boolean; output?: unknown; edgeId?: string; auditSeq: bigint }>();
         let summary: { targeted: number; succeeded: number } | undefined;
         for await (const ev of createClient(SkillService, transport).fanOutSkill({ key: "exec", selector: "team=pay", batchResults, input: { case: "params", value: { command: `echo ${marker}` } as never } })) {
@@ -148,7 +150,7 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
         }
         expect([...got.keys()].sort(), marker).toEqual(["edge-on-a", "edge-on-b"]);
         expect(summary, marker).toMatchObject({ targeted: 2, succeeded: 2 });
-        const rows = await auditRows(ms[C], (r) => r.toolName === "exec" && JSON.stringify(r.args).includes(marker));
+        const rows = await auditRows(m, (r) => r.toolName === "exec" && JSON.stringify(r.args).includes(marker));
         expect(rows.map((r) => r.deviceId).sort(), marker).toEqual(["edge-on-a", "edge-on-b"]);
         for (const row of rows) {
           const r = got.get(row.deviceId)!;
@@ -158,7 +160,8 @@ describe.skipIf(reason !== null && !requirePg)(`three managers on one database${
         }
       }
     }
-    expect((await ms[C].audit.verify()).ok).toBe(true);
+    expect((await m.audit.verify()).ok).toBe(true);
+    }
   });
 
   test("cancelling a forwarded call cancels it on the edge behind the holder", async () => {

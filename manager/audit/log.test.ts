@@ -432,10 +432,8 @@ describeBothBackends("audit log", (backend) => {
     const audit = createAuditLog(await store.open());
     await audit.append(rec());
     await store.query("alter table tool_calls alter column device_id type varchar(12)");
-    // A holder's canonical result text (PreparedJson.ofCanonical) is stored and hashed as given.
-    const canonical = PreparedJson.ofCanonical('{"edge_id":"m","output":"ok","success":true}');
     const out = await audit.appendMany([
-      rec({ deviceId: "m-1", result: canonical }),
+      rec({ deviceId: "m-1", result: PreparedJson.ofRedacted({ success: true, output: "ok", edge_id: "m" }) }),
       rec({ deviceId: "m-with-a-long-name" }),
       rec({ deviceId: "m-3", startedAt: new Date(Number.NaN) }),
       rec({ deviceId: "m-4" }),
@@ -447,15 +445,6 @@ describeBothBackends("audit log", (backend) => {
     expect(rows.map((r) => r.deviceId)).toEqual(["edge-a", "m-1", "m-4"]);
     expect(rows[1]!.result).toEqual({ edge_id: "m", output: "ok", success: true });
     expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 3 });
-  });
-
-  test("PreparedJson.ofCanonical takes only one JSON object, and cleans what PostgreSQL refuses", async () => {
-    for (const bad of ["", "nul", '{"a":1} x', 'null},{"seq":9', "[1]", "null", "1", '"s"']) expect(() => PreparedJson.ofCanonical(bad), bad).toThrow(/^result_json: is not (JSON|a JSON object)/);
-    const store = await backend.fresh();
-    const audit = createAuditLog(await store.open());
-    const [row] = await audit.appendMany([rec({ result: PreparedJson.ofCanonical('{"output":"a\\u0000b"}') })]);
-    expect((row as AuditRow).result).toEqual({ output: "a\uFFFDb" });
-    expect(await audit.verify()).toMatchObject({ ok: true, rowsChecked: 1 });
   });
 
   test("reopening the store keeps the rows and the chain", async () => {

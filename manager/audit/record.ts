@@ -186,27 +186,6 @@ export class PreparedJson {
       return new PreparedJson({ unserializable: cleanString(err instanceof Error ? err.message : String(err)) });
     }
   }
-  /**
-   * A value another manager made canonical JSON of: a forwarded call's envelope, redacted by its
-   * holder's hub (PeerEncodedResult.result_json). It is parsed, so that nothing but one JSON
-   * object can enter a row's insert, and hashed and stored as the holder wrote it: text that
-   * was not canonical would show in verify(), as any row the database holds differently from its
-   * hash. Text holding what PostgreSQL refuses is cleaned as ofRedacted would. Throws
-   * invalid_argument when the text is not a JSON object.
-   */
-  static ofCanonical(text: string): PreparedJson {
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      throw new OngridError("invalid_argument", "result_json: is not JSON (rule: json)");
-    }
-    if (!value || typeof value !== "object" || Array.isArray(value)) throw new OngridError("invalid_argument", "result_json: is not a JSON object (rule: object)");
-    if (ESCAPED_BAD.test(text)) return new PreparedJson(cleanJson(value));
-    const prepared = new PreparedJson(value);
-    prepared.#text = text;
-    return prepared;
-  }
 }
 
 /** Redacts, then reduces to a plain JSON value; a value that cannot be serialised is kept as a marker. */

@@ -49,6 +49,8 @@ let dispatcher: Dispatcher;
 let hub: Hub;
 /** Batches the stand-in forwarding was handed, and how it answers a call. */
 const batches: Array<{ holder: string; calls: ForwardedCall[] }> = [];
+/** A holder whose link cannot be opened: callEncoded throws for it. */
+let unusable: string | undefined;
 let answer: (holder: Holder, call: ForwardedCall) => EncodedOutcome;
 /** Calls that went down the call-by-call path (hub.call). */
 const perCall: string[] = [];
@@ -65,6 +67,7 @@ beforeAll(async () => {
   const forwarding: Forwarding = {
     peerOf: (edgeId) => HOLDERS[edgeId[0]!],
     callEncoded(holder, calls, _signal, settle) {
+      if (holder.id === unusable) throw new Error("Invalid URL");
       batches.push({ holder: holder.id, calls: [...calls] });
       // Answers arrive later, two to a message, as a link delivers them.
       setImmediate(() => calls.forEach((c, i) => setImmediate(() => settle(i, answer(holder, c)))));
@@ -159,7 +162,7 @@ describe("a fan-out's shares on other managers", () => {
     const events = await fanOutAll("h_read", { text: "x" });
     const by = new Map(events.map((e) => [e.edgeId, e]));
     expect(by.get("a1")!.error).toMatchObject({ code: "unavailable" });
-    expect(by.get("b1")!.error?.message).toMatch(/manager "m-b" answered the call on edge "b1" with a result this manager cannot record: result_json: is not JSON/);
+    expect(by.get("b1")!.error?.message).toMatch(/manager "m-b" answered the call on edge "b1" with a result this manager cannot pass on: result_json: is not JSON/);
     expect(by.get("b2")!.error?.message).toMatch(/result_json: is not a JSON object/);
     for (const id of ["a2", "a3", "l1"]) expect(by.get(id)!.error, id).toBeUndefined();
     // One row per edge, none more: the refused text entered no insert.
@@ -172,5 +175,23 @@ describe("a fan-out's shares on other managers", () => {
       expect(row.error).toMatch(/^unavailable: /);
     }
     expect((await audit.verify()).ok).toBe(true);
+  });
+
+  it("a holder whose link cannot even be opened fails its share's calls unavailable, each with its row; the other calls run", async () => {
+    answer = (_h, c) => ({ encoded: encodedResult(c.edgeId, envelopeOf(c.edgeId, "y")) });
+    unusable = "m-a";
+    try {
+      const before = (await audit.list({ newestFirst: true, limit: 1 }))[0]!.seq;
+      const events = await fanOutAll("h_read", { text: "y" });
+      const by = new Map(events.map((e) => [e.edgeId, e]));
+      for (const id of ["a1", "a2", "a3"]) expect(by.get(id)!.error?.message, id).toMatch(/^manager "m-a" \(http:\/\/127\.0\.0\.1:1\), which holds the edge, could not be reached: Invalid URL/);
+      for (const id of ["b1", "b2", "l1", "l2"]) expect(by.get(id)!.error, id).toBeUndefined();
+      const rows = await audit.list({ afterSeq: before, limit: 100 });
+      expect(rows.map((r) => r.deviceId).sort()).toEqual([...EDGES].sort());
+      expect(rows.filter((r) => r.error.startsWith("unavailable: ")).map((r) => r.deviceId).sort()).toEqual(["a1", "a2", "a3"]);
+      await dispatcher.drain();
+    } finally {
+      unusable = undefined;
+    }
   });
 });

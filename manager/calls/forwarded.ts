@@ -7,7 +7,8 @@ import { credentialParams } from "../../skill/credential.ts";
 import { effectiveClass } from "../../skill/registry.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
 import { validateParams } from "../../skill/validate.ts";
-import { PreparedJson } from "../audit/record.ts";
+import type { PreparedJson } from "../audit/record.ts";
+import { readEncodedResult } from "../fleet/encoded-result.ts";
 import type { Forwarding } from "../fleet/hub.ts";
 import type { EncodedOutcome, ForwardedCall } from "../fleet/peer-link.ts";
 import { MODES, type PermissionDecision } from "./gate.ts";
@@ -105,18 +106,18 @@ export function createForwardedShares({ resolver, recorder, track, paramsOf }: {
           const who: Who = { key: input.key, edgeId, sessionId: input.sessionId ?? "", caller: input.caller, ...(input.client ? { client: input.client } : {}) };
           const trail = callTrails[index]!;
           let error: OngridError | undefined = "error" in out ? out.error : undefined;
-          let stored: PreparedJson | undefined;
+          let read: ReturnType<typeof readEncodedResult> | undefined;
           if (!error && "encoded" in out) {
             try {
-              stored = PreparedJson.ofCanonical(out.encoded.resultJson);
+              read = readEncodedResult(holder.id, edgeId, out.encoded);
             } catch (err) {
-              error = new OngridError("unavailable", `manager "${holder.id}" answered the call on edge "${edgeId}" with a result this manager cannot record: ${(err as OngridError).message}`);
+              error = err as OngridError;
             }
           }
-          if (error || !("encoded" in out)) return { who, trail, startedAt, outcome: { result: null, error: `${error!.code}: ${error!.message}` }, error };
-          const e = out.encoded;
-          const observed: ResultEnvelope = { success: e.success, output: null, duration_ms: 0, truncated: false, edge_id: edgeId, ...(e.success ? {} : { error: { code: e.errorCode, message: e.errorMessage, hint: "" } }) };
-          return { who, trail, startedAt, outcome: { result: observed, error: e.success ? "" : `${e.errorCode}: ${e.errorMessage}`, stored }, encoded: e };
+          if (error || !read || !("encoded" in out)) return { who, trail, startedAt, outcome: { result: null, error: `${error!.code}: ${error!.message}` }, error };
+          const env = read.envelope;
+          const encoded = { bytes: out.encoded.edgeResult, success: env.success, errorCode: env.error?.code ?? "" };
+          return { who, trail, startedAt, outcome: { result: env, error: env.success ? "" : `${env.error?.code}: ${env.error?.message}`, stored: read.stored }, encoded };
         });
         recorder
           .recordMany(rows)
@@ -125,7 +126,7 @@ export function createForwardedShares({ resolver, recorder, track, paramsOf }: {
               rows.forEach((r, i) => {
                 const seq = seqs[i]!;
                 if (typeof seq !== "number") settle(r.who.edgeId, { error: seq, auditSeq: 0 });
-                else if (r.encoded) settle(r.who.edgeId, { encoded: r.encoded.edgeResult, success: r.encoded.success, errorCode: r.encoded.errorCode, auditSeq: seq });
+                else if (r.encoded) settle(r.who.edgeId, { encoded: r.encoded.bytes, success: r.encoded.success, errorCode: r.encoded.errorCode, auditSeq: seq });
                 else settle(r.who.edgeId, { error: r.error!, auditSeq: seq });
               }),
             (err) => rows.forEach((r) => settle(r.who.edgeId, { error: recorder.asOngrid(err), auditSeq: 0 })),
@@ -135,10 +136,17 @@ export function createForwardedShares({ resolver, recorder, track, paramsOf }: {
             if (unwritten === 0) written();
           });
       };
-      forwarding.callEncoded(holder, calls, input.signal, (index, out) => {
+      const arrive = (index: number, out: EncodedOutcome) => {
         if (!arrived.length) queueMicrotask(writeArrived);
         arrived.push({ index, out });
-      });
+      };
+      try {
+        forwarding.callEncoded(holder, calls, input.signal, arrive);
+      } catch (err) {
+        // Nothing was sent (a peer URL or CA file this manager cannot use): every call fails, recorded.
+        const e = new OngridError("unavailable", `manager "${holder.id}" (${holder.url}), which holds the edge, could not be reached: ${(err as Error)?.message ?? String(err)}`);
+        calls.forEach((_c, index) => arrive(index, { error: e }));
+      }
     }
     return rest;
   }

@@ -9,6 +9,7 @@ import { LinkRequestSchema, LinkResponseSchema } from "../../proto/gen/ongrid/v1
 import { FanOutEdgeResultSchema } from "../../proto/gen/ongrid/v1/skill_service_pb.ts";
 import { canonicalJson } from "../../skill/canonical.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
+import { encodedResult, readEncodedResult } from "./encoded-result.ts";
 import { acceptBidi } from "./grpc-stream.ts";
 import { createPeerLink, type EncodedOutcome, type PeerLink } from "./peer-link.ts";
 import { createPeerLinkHandler } from "./peer-service.ts";
@@ -147,8 +148,11 @@ describe("encoded batches: a fan-out's share (M2)", () => {
           expect("encoded" in o, JSON.stringify("error" in o ? o.error.message : "")).toBe(true);
           if (!("encoded" in o)) continue;
           const env = envelope(edgeId);
-          expect(o.encoded.resultJson).toBe(canonicalJson(env));
-          expect([o.encoded.success, o.encoded.errorCode, o.encoded.errorMessage]).toEqual([env.success, env.error?.code ?? "", env.error?.message ?? ""]);
+          expect(JSON.parse(o.encoded.resultJson)).toEqual(env);
+          // What the entry checks and records.
+          const read = readEncodedResult("m2", edgeId, o.encoded);
+          expect(read.envelope).toEqual(env);
+          expect(read.stored.canonical()).toBe(canonicalJson(env));
           const decoded = toJson(FanOutEdgeResultSchema, fromBinary(FanOutEdgeResultSchema, o.encoded.edgeResult));
           expect(decoded).toMatchObject({ edgeId, result: { output: env.output, durationMs: 2, edgeId } });
           expect(decoded).not.toHaveProperty("auditSeq");
@@ -158,4 +162,85 @@ describe("encoded batches: a fan-out's share (M2)", () => {
       }
     });
   }
+});
+
+describe("a holder's answers the entry cannot use (M2)", () => {
+  test("envelope_json that is not an envelope fails its own call unavailable, naming the field and rule; the link and the other calls carry on", async () => {
+    const secret = "s".repeat(32);
+    const answers: Record<string, string> = {
+      e1: "null",
+      e2: "5",
+      e3: '{"success":"yes","duration_ms":1}',
+      e4: '{"success":true,"duration_ms":-1}',
+      e5: '{"success":true,"duration_ms":1,"error":"boom"}',
+      e6: "{not json",
+      e7: JSON.stringify({ success: true, output: "fine", duration_ms: 1, truncated: false, edge_id: "e7" }),
+    };
+    const server = http2.createServer();
+    server.on("stream", (stream, headers) => {
+      const c = acceptBidi(stream, headers, LinkRequestSchema, LinkResponseSchema, 4 << 20, {
+        onMessage(m) {
+          if (m.frame.case !== "batch") return;
+          const { batchId, request } = m.frame.value;
+          c.send({ batchId, outcomes: request!.calls.map((call, index) => ({ index, outcome: { case: "envelopeJson" as const, value: answers[call.edgeId]! } })) });
+        },
+        onClose() {},
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const link = createPeerLink({ self: "m1", secret: () => secret, log: pino({ level: "silent" }) });
+    links.push(link);
+    const ids = Object.keys(answers);
+    try {
+      // Encoded (a fan-out's share) and not (single calls): the same refusals either way.
+      const encoded = await new Promise<EncodedOutcome[]>((resolve) => {
+        const out: EncodedOutcome[] = [];
+        let n = 0;
+        link.callEncoded({ id: "m2", url }, ids.map((edgeId) => ({ ...call, edgeId })), undefined, (i, o) => {
+          out[i] = o;
+          if (++n === ids.length) resolve(out);
+        });
+      });
+      const single = await Promise.all(ids.map((edgeId) => link.call({ id: "m2", url }, { ...call, edgeId }).then((env) => env, (e: OngridError) => e)));
+      const expected = [/envelope_json is not a JSON object/, /envelope_json is not a JSON object/, /envelope_json\.success: is not a boolean/, /envelope_json\.duration_ms: is not a non-negative number/, /envelope_json\.error: is not an object/, /envelope_json is not JSON/];
+      for (const [i, re] of expected.entries()) {
+        const e = encoded[i]!;
+        expect("error" in e && e.error.code, ids[i]).toBe("unavailable");
+        expect("error" in e && e.error.message, ids[i]).toMatch(re);
+        expect(single[i], ids[i]).toBeInstanceOf(OngridError);
+        expect((single[i] as OngridError).message, ids[i]).toMatch(re);
+      }
+      expect("encoded" in encoded[6]!).toBe(true);
+      expect(single[6]).toMatchObject({ success: true, output: "fine" });
+    } finally {
+      server.close();
+    }
+  });
+
+  test("readEncodedResult refuses bytes that do not decode or disagree with the JSON, and JSON that is not an envelope; it records the JSON in its own canonical form", () => {
+    const env: ResultEnvelope = { success: true, output: { b: 1, a: [2, 1] }, duration_ms: 3, truncated: false, edge_id: "e1" };
+    const good = encodedResult("e1", env);
+    // Keys out of order and spaces: stored canonical, so the row's hash matches what verify() rebuilds.
+    const read = readEncodedResult("m2", "e1", { ...good, resultJson: '{ "truncated":false, "success":true, "output":{"b":1,"a":[2,1]}, "edge_id":"e1", "duration_ms":3 }' } as never);
+    expect(read.stored.canonical()).toBe(canonicalJson(env));
+    const failed = encodedResult("e1", { ...env, success: false, error: { code: "x", message: "y", hint: "" } });
+    const refusals: Array<[Partial<typeof good>, RegExp]> = [
+      [{ edgeResult: new Uint8Array([0x0a, 0xff]) }, /edge_result: is not a FanOutEdgeResult \(rule: protobuf\)/],
+      [{ edgeResult: failed.edgeResult }, /edge_result: does not carry the result result_json holds \(rule: match\)/],
+      [{ edgeResult: new Uint8Array() }, /rule: match/],
+      [{ resultJson: "[1]" }, /result_json: is not a JSON object/],
+      [{ resultJson: 'null},{"seq":1' }, /result_json: is not JSON/],
+      [{ resultJson: '{"success":1,"duration_ms":1}' }, /result_json: success: is not a boolean/],
+    ];
+    for (const [change, re] of refusals) {
+      expect(() => readEncodedResult("m2", "e1", { ...good, ...change } as never), String(re)).toThrow(re);
+      try {
+        readEncodedResult("m2", "e1", { ...good, ...change } as never);
+      } catch (err) {
+        expect((err as OngridError).code).toBe("unavailable");
+        expect((err as OngridError).message).toMatch(/^manager "m2" answered the call on edge "e1" with a result this manager cannot pass on: /);
+      }
+    }
+  });
 });

@@ -14,7 +14,7 @@ import { OngridError, type ErrorCode } from "../../skill/errors.ts";
 import { isLoopbackHost } from "../../skill/net.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
 import { PeerCallSchema, PeerServiceExecuteRequestSchema, type PeerEncodedResult } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
-import { encodedResult } from "./encoded-result.ts";
+import { encodedResult, envelopeProblem } from "./encoded-result.ts";
 import { openPeerConnection, type PeerConnection } from "./peer-connection.ts";
 import { peerHeaders } from "./peer-auth.ts";
 import type { Evidence } from "./tunnel-calls.ts";
@@ -159,15 +159,30 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
           if (!open.delete(out.index)) continue;
           const o = out.outcome;
           if (o.case === "envelopeJson") {
-            let envelope: ResultEnvelope;
+            let envelope: unknown;
             try {
-              envelope = JSON.parse(o.value) as ResultEnvelope;
+              envelope = JSON.parse(o.value);
             } catch {
-              settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call with envelope_json that is not JSON`) });
+              envelope = undefined;
+            }
+            const problem = envelope === undefined ? "is not JSON (rule: json)" : envelopeProblem(envelope);
+            if (problem) {
+              settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call on edge "${calls[out.index]!.edgeId}" with an envelope this manager cannot use: envelope_json${problem.startsWith("is ") ? " " : "."}${problem}`, "check that every manager runs the same ongrid version") });
+              continue;
+            }
+            if (!encoded) {
+              settle(out.index, { envelope: envelope as ResultEnvelope });
               continue;
             }
             // A holder from before encoded_results answers an encoded batch this way: encoded here.
-            settle(out.index, encoded ? { encoded: encodedResult(calls[out.index]!.edgeId, envelope) } : { envelope });
+            let made;
+            try {
+              made = encodedResult(calls[out.index]!.edgeId, envelope as ResultEnvelope);
+            } catch (err) {
+              settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call on edge "${calls[out.index]!.edgeId}" with an envelope this manager cannot encode: ${(err as Error).message}`) });
+              continue;
+            }
+            settle(out.index, { encoded: made });
           } else if (o.case === "encoded" && encoded) settle(out.index, { encoded: o.value });
           else if (o.case === "error") {
             const e = o.value;

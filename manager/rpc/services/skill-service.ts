@@ -51,18 +51,21 @@ function binaryCodec(contentType: string | null): boolean {
   return !!contentType && !/json/i.test(contentType);
 }
 
-/** Field numbers: FanOutSkillResponse.edge_result and .edge_results, FanOutEdgeResults.results, FanOutEdgeResult.audit_seq. */
+/** Field numbers: FanOutSkillResponse.edge_result and .edge_results, FanOutEdgeResults.results, FanOutEdgeResult.edge_id and .audit_seq. */
 const EDGE_RESULT_FIELD = 1;
 const EDGE_RESULTS_FIELD = 3;
 const RESULTS_FIELD = 1;
+const EDGE_ID_FIELD = 1;
 const AUDIT_SEQ_FIELD = 4;
 
 /**
  * Writes one edge's event as a FanOutEdgeResult, length first: the bytes its holder encoded
- * with audit_seq appended (the holder leaves that field out), or the event encoded here.
+ * (checked by this manager: readEncodedResult), then this manager's edge_id and audit_seq (of
+ * a field given twice, the last wins: a holder cannot label a result as another edge's), or the
+ * event encoded here.
  */
 function writeEdgeResult(w: BinaryWriter, ev: Extract<FanOutEvent, { kind: "edge" }>): BinaryWriter {
-  if (ev.encoded) return w.fork().raw(ev.encoded).tag(AUDIT_SEQ_FIELD, WireType.Varint).uint64(ev.auditSeq).join();
+  if (ev.encoded) return w.fork().raw(ev.encoded).tag(EDGE_ID_FIELD, WireType.LengthDelimited).string(ev.edgeId).tag(AUDIT_SEQ_FIELD, WireType.Varint).uint64(ev.auditSeq).join();
   return w.bytes(toBinary(FanOutEdgeResultSchema, create(FanOutEdgeResultSchema, edgeResultToProto(ev))));
 }
 
@@ -71,7 +74,7 @@ function writeEdgeResult(w: BinaryWriter, ev: Extract<FanOutEvent, { kind: "edge
  * given) is written here as bytes and held as an unknown field, which protobuf-es writes as it
  * is: results a holder encoded are copied, not decoded and encoded again.
  */
-function encodedResponse(events: ReadonlyArray<Extract<FanOutEvent, { kind: "edge" }>>, batched: boolean): FanOutSkillResponse {
+export function encodedResponse(events: ReadonlyArray<Extract<FanOutEvent, { kind: "edge" }>>, batched: boolean): FanOutSkillResponse {
   const w = new BinaryWriter();
   if (batched) {
     w.fork();

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ongrid/v1/peer_service.proto.
  */
 export const file_ongrid_v1_peer_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxvbmdyaWQvdjEvcGVlcl9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiZgoLTGlua1JlcXVlc3QSJQoFYmF0Y2gYASABKAsyFC5vbmdyaWQudjEuTGlua0JhdGNoSAASJwoGY2FuY2VsGAIgASgLMhUub25ncmlkLnYxLkxpbmtDYW5jZWxIAEIHCgVmcmFtZSJUCglMaW5rQmF0Y2gSEAoIYmF0Y2hfaWQYASABKAQSNQoHcmVxdWVzdBgCIAEoCzIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0Ih4KCkxpbmtDYW5jZWwSEAoIYmF0Y2hfaWQYASABKAQiSgoMTGlua1Jlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgEEigKCG91dGNvbWVzGAIgAygLMhYub25ncmlkLnYxLlBlZXJPdXRjb21lIm0KGVBlZXJTZXJ2aWNlRXhlY3V0ZVJlcXVlc3QSEwoLcGFyYW1zX2pzb24YASADKAkSIgoFY2FsbHMYAiADKAsyEy5vbmdyaWQudjEuUGVlckNhbGwSFwoPZW5jb2RlZF9yZXN1bHRzGAMgASgIIn0KCFBlZXJDYWxsEg8KB2VkZ2VfaWQYASABKAkSCwoDa2V5GAIgASgJEhQKDHBhcmFtc19pbmRleBgDIAEoDRISCgp0aW1lb3V0X21zGAQgASgNEikKCGV2aWRlbmNlGAUgASgLMhcub25ncmlkLnYxLlBlZXJFdmlkZW5jZSJ2CgxQZWVyRXZpZGVuY2USEwoLYXBwcm92YWxfaWQYASABKAkSEQoJYXBwcm92ZXJzGAIgAygJEhAKCHNvcF9oYXNoGAMgASgJEhcKD2VmZmVjdGl2ZV9jbGFzcxgEIAEoCRITCgtyZWFzb25fdHlwZRgFIAEoCSJGChpQZWVyU2VydmljZUV4ZWN1dGVSZXNwb25zZRIoCghvdXRjb21lcxgBIAMoCzIWLm9uZ3JpZC52MS5QZWVyT3V0Y29tZSKYAQoLUGVlck91dGNvbWUSDQoFaW5kZXgYASABKA0SFwoNZW52ZWxvcGVfanNvbhgCIAEoCUgAEiUKBWVycm9yGAMgASgLMhQub25ncmlkLnYxLlBlZXJFcnJvckgAEi8KB2VuY29kZWQYBCABKAsyHC5vbmdyaWQudjEuUGVlckVuY29kZWRSZXN1bHRIAEIJCgdvdXRjb21lInkKEVBlZXJFbmNvZGVkUmVzdWx0EhMKC2VkZ2VfcmVzdWx0GAEgASgMEhMKC3Jlc3VsdF9qc29uGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSEgoKZXJyb3JfY29kZRgEIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAUgASgJIjgKCVBlZXJFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDAoEaGludBgDIAEoCTKkAQoLUGVlclNlcnZpY2USWAoHRXhlY3V0ZRIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0GiUub25ncmlkLnYxLlBlZXJTZXJ2aWNlRXhlY3V0ZVJlc3BvbnNlMAESOwoETGluaxIWLm9uZ3JpZC52MS5MaW5rUmVxdWVzdBoXLm9uZ3JpZC52MS5MaW5rUmVzcG9uc2UoATABYgZwcm90bzM");
+  fileDesc("ChxvbmdyaWQvdjEvcGVlcl9zZXJ2aWNlLnByb3RvEglvbmdyaWQudjEiZgoLTGlua1JlcXVlc3QSJQoFYmF0Y2gYASABKAsyFC5vbmdyaWQudjEuTGlua0JhdGNoSAASJwoGY2FuY2VsGAIgASgLMhUub25ncmlkLnYxLkxpbmtDYW5jZWxIAEIHCgVmcmFtZSJUCglMaW5rQmF0Y2gSEAoIYmF0Y2hfaWQYASABKAQSNQoHcmVxdWVzdBgCIAEoCzIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0Ih4KCkxpbmtDYW5jZWwSEAoIYmF0Y2hfaWQYASABKAQiSgoMTGlua1Jlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgEEigKCG91dGNvbWVzGAIgAygLMhYub25ncmlkLnYxLlBlZXJPdXRjb21lIm0KGVBlZXJTZXJ2aWNlRXhlY3V0ZVJlcXVlc3QSEwoLcGFyYW1zX2pzb24YASADKAkSIgoFY2FsbHMYAiADKAsyEy5vbmdyaWQudjEuUGVlckNhbGwSFwoPZW5jb2RlZF9yZXN1bHRzGAMgASgIIn0KCFBlZXJDYWxsEg8KB2VkZ2VfaWQYASABKAkSCwoDa2V5GAIgASgJEhQKDHBhcmFtc19pbmRleBgDIAEoDRISCgp0aW1lb3V0X21zGAQgASgNEikKCGV2aWRlbmNlGAUgASgLMhcub25ncmlkLnYxLlBlZXJFdmlkZW5jZSJ2CgxQZWVyRXZpZGVuY2USEwoLYXBwcm92YWxfaWQYASABKAkSEQoJYXBwcm92ZXJzGAIgAygJEhAKCHNvcF9oYXNoGAMgASgJEhcKD2VmZmVjdGl2ZV9jbGFzcxgEIAEoCRITCgtyZWFzb25fdHlwZRgFIAEoCSJGChpQZWVyU2VydmljZUV4ZWN1dGVSZXNwb25zZRIoCghvdXRjb21lcxgBIAMoCzIWLm9uZ3JpZC52MS5QZWVyT3V0Y29tZSKYAQoLUGVlck91dGNvbWUSDQoFaW5kZXgYASABKA0SFwoNZW52ZWxvcGVfanNvbhgCIAEoCUgAEiUKBWVycm9yGAMgASgLMhQub25ncmlkLnYxLlBlZXJFcnJvckgAEi8KB2VuY29kZWQYBCABKAsyHC5vbmdyaWQudjEuUGVlckVuY29kZWRSZXN1bHRIAEIJCgdvdXRjb21lIj0KEVBlZXJFbmNvZGVkUmVzdWx0EhMKC2VkZ2VfcmVzdWx0GAEgASgMEhMKC3Jlc3VsdF9qc29uGAIgASgJIjgKCVBlZXJFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSDAoEaGludBgDIAEoCTKkAQoLUGVlclNlcnZpY2USWAoHRXhlY3V0ZRIkLm9uZ3JpZC52MS5QZWVyU2VydmljZUV4ZWN1dGVSZXF1ZXN0GiUub25ncmlkLnYxLlBlZXJTZXJ2aWNlRXhlY3V0ZVJlc3BvbnNlMAESOwoETGluaxIWLm9uZ3JpZC52MS5MaW5rUmVxdWVzdBoXLm9uZ3JpZC52MS5MaW5rUmVzcG9uc2UoATABYgZwcm90bzM");
 
 /**
  * LinkRequest is one frame from the entry manager.
@@ -340,41 +340,21 @@ export const PeerOutcomeSchema: GenMessage<PeerOutcome> = /*@__PURE__*/
  */
 export type PeerEncodedResult = Message<"ongrid.v1.PeerEncodedResult"> & {
   /**
-   * A FanOutEdgeResult with edge_id and result set, in the binary encoding: the entry manager
-   * appends audit_seq and copies it into the caller's stream.
+   * A FanOutEdgeResult with edge_id and result set, in the binary encoding. The entry manager
+   * checks that it decodes and agrees with result_json, appends its own edge_id and audit_seq,
+   * and copies it into the caller's stream.
    *
    * @generated from field: bytes edge_result = 1;
    */
   edgeResult: Uint8Array;
 
   /**
-   * The result envelope (already redacted and capped by the holder) as the audit log's canonical
-   * JSON: the entry manager checks that it is a JSON object and hashes and stores it as it is.
+   * The result envelope (already redacted and capped by the holder) as JSON: the entry manager
+   * records it in the call's audit row, in its own canonical form.
    *
    * @generated from field: string result_json = 2;
    */
   resultJson: string;
-
-  /**
-   * Whether the skill succeeded.
-   *
-   * @generated from field: bool success = 3;
-   */
-  success: boolean;
-
-  /**
-   * When it did not: the envelope's error code.
-   *
-   * @generated from field: string error_code = 4;
-   */
-  errorCode: string;
-
-  /**
-   * When it did not: the envelope's error message.
-   *
-   * @generated from field: string error_message = 5;
-   */
-  errorMessage: string;
 };
 
 /**
