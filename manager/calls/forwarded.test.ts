@@ -92,12 +92,14 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+let summary: Extract<FanOutEvent, { kind: "summary" }> | undefined;
 async function fanOutAll(key: string, params: unknown): Promise<Array<Extract<FanOutEvent, { kind: "edge" }>>> {
   batches.length = 0;
   perCall.length = 0;
   const out: Array<Extract<FanOutEvent, { kind: "edge" }>> = [];
   for await (const batch of fanOutBatches({ dispatcher, hub }, { key, params, edgeIds: [], selector: "team=t", caller: operator, encodedResults: true })) {
     for (const ev of batch) if (ev.kind === "edge") out.push(ev);
+    else summary = ev;
   }
   await audit.flush();
   return out;
@@ -193,5 +195,21 @@ describe("a fan-out's shares on other managers", () => {
     } finally {
       unusable = undefined;
     }
+  });
+
+  it("the summary counts forwarded successes, failures and deadlines from the checked envelopes and errors", async () => {
+    answer = (_h, c) => {
+      if (c.edgeId === "a1") return { error: new OngridError("deadline_exceeded", "the edge did not answer in time") };
+      if (c.edgeId === "a2") return { encoded: encodedResult(c.edgeId, { ...envelopeOf(c.edgeId, "z"), success: false, error: { code: "deadline_exceeded", message: "timed out", hint: "" } }) };
+      if (c.edgeId === "b1") return { encoded: encodedResult(c.edgeId, { ...envelopeOf(c.edgeId, "z"), success: false, error: { code: "upstream_unavailable", message: "no", hint: "" } }) };
+      return { encoded: encodedResult(c.edgeId, envelopeOf(c.edgeId, "z")) };
+    };
+    const events = await fanOutAll("h_read", { text: "z" });
+    expect(events).toHaveLength(EDGES.length);
+    // l1, l2 (local), a3, b2 succeed; a1, a2 hit the deadline; b1 failed otherwise.
+    expect(summary).toMatchObject({ targeted: 7, succeeded: 4, failed: 3, timedOut: 2 });
+    const rows = await rowsOf(events.map((e) => e.auditSeq));
+    expect(rows.find((r) => r?.deviceId === "a2")?.error).toBe("deadline_exceeded: timed out");
+    expect(rows.find((r) => r?.deviceId === "b1")?.error).toBe("upstream_unavailable: no");
   });
 });
