@@ -194,12 +194,17 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
     for (const p of batch) p.resolve(p.record);
   }
 
-  async function append(record: AuditRecord): Promise<AuditRow> {
+  /** Normalises a record (throws as normalizeRecord does) and queues it for the writer; the caller kicks it. */
+  function enqueue(record: AuditRecord, resolve: (row: AuditRow) => void, reject: (err: Error) => void): void {
     const stored = normalizeRecord(record);
     const argsText = record.args instanceof PreparedJson ? record.args.canonical() : undefined;
     const resultText = record.result instanceof PreparedJson ? record.result.canonical() : undefined;
+    queue.push({ record: stored, argsText, resultText, resolve, reject });
+  }
+
+  async function append(record: AuditRecord): Promise<AuditRow> {
     return new Promise<AuditRow>((resolve, reject) => {
-      queue.push({ record: stored, argsText, resultText, resolve, reject });
+      enqueue(record, resolve, reject);
       kick();
     });
   }
@@ -214,17 +219,11 @@ export function createAuditLog(database: Database, options: AuditLogOptions = {}
         if (--left === 0) resolve(out);
       };
       for (let i = 0; i < records.length; i++) {
-        const record = records[i]!;
-        let stored: StoredRecord;
         try {
-          stored = normalizeRecord(record);
+          enqueue(records[i]!, (row) => settle(i, row), (err) => settle(i, err));
         } catch (err) {
           settle(i, err as Error);
-          continue;
         }
-        const argsText = record.args instanceof PreparedJson ? record.args.canonical() : undefined;
-        const resultText = record.result instanceof PreparedJson ? record.result.canonical() : undefined;
-        queue.push({ record: stored, argsText, resultText, resolve: (row) => settle(i, row), reject: (err) => settle(i, err) });
       }
       kick();
     });

@@ -16,7 +16,7 @@ import { createApprovedRunner } from "./approved.ts";
 import { MODES, type PermissionDecision } from "./gate.ts";
 import { createParker } from "./park.ts";
 import { createForwardedShares } from "./forwarded.ts";
-import { createRecorder, newTrail, type Trail, type Who } from "./record.ts";
+import { createRecorder, newTrail, whoOf, type Trail } from "./record.ts";
 import { createResolver, type GateInput } from "./resolve.ts";
 import { createRunner } from "./run.ts";
 import { loadTrustedKeys } from "./sop.ts";
@@ -164,11 +164,6 @@ export function createDispatcher(deps: DispatcherDeps) {
   const shareWork = (): SharedWork => ({ checked: new Map() });
 
   return { execute, fanOutCall, fanOutForwarded, drain, refuse, runApproved, preview, acquireCallSlot: slots.acquire, shareWork };
-}
-
-/** Whom a request's row is about. */
-function whoOf(input: ExecuteInput): Who {
-  return { key: input.key, edgeId: input.edgeId ?? "", sessionId: input.sessionId ?? "", caller: input.caller, ...(input.client ? { client: input.client } : {}) };
 }
 
 /** A request's trail before anything is decided: its arguments as sent. */

@@ -5,14 +5,12 @@
 import { OngridError } from "../../skill/errors.ts";
 import { credentialParams } from "../../skill/credential.ts";
 import { effectiveClass } from "../../skill/registry.ts";
-import type { ResultEnvelope } from "../../skill/types.ts";
 import { validateParams } from "../../skill/validate.ts";
-import type { PreparedJson } from "../audit/record.ts";
 import { readEncodedResult } from "../fleet/encoded-result.ts";
 import type { Forwarding } from "../fleet/hub.ts";
 import type { EncodedOutcome, ForwardedCall } from "../fleet/peer-link.ts";
 import { MODES, type PermissionDecision } from "./gate.ts";
-import { newTrail, type Recorder, type Trail, type Who } from "./record.ts";
+import { newTrail, whoOf, type Recorder, type Trail } from "./record.ts";
 import type { Resolver } from "./resolve.ts";
 import type { ExecuteInput, SharedWork } from "./types.ts";
 
@@ -103,7 +101,7 @@ export function createForwardedShares({ resolver, recorder, track, paramsOf }: {
         arrived = [];
         const rows = list.map(({ index, out }) => {
           const { edgeId } = calls[index]!;
-          const who: Who = { key: input.key, edgeId, sessionId: input.sessionId ?? "", caller: input.caller, ...(input.client ? { client: input.client } : {}) };
+          const who = whoOf(input, edgeId);
           const trail = callTrails[index]!;
           let error: OngridError | undefined = "error" in out ? out.error : undefined;
           let read: ReturnType<typeof readEncodedResult> | undefined;

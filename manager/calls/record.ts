@@ -9,7 +9,7 @@ import type { ResultEnvelope } from "../../skill/types.ts";
 import { PreparedJson } from "../audit/record.ts";
 import { auditRecord, type AuditLog } from "../audit/types.ts";
 import type { Caller } from "../identity/caller.ts";
-import { AuditedError, type CallObservation, type ExecuteOutput } from "./types.ts";
+import { AuditedError, type CallObservation, type ExecuteInput, type ExecuteOutput } from "./types.ts";
 
 /** Whom a row is about: the skill, where it ran, the session and the caller. */
 export interface Who {
@@ -19,6 +19,11 @@ export interface Who {
   caller: Caller;
   /** The client program that made the call (an MCP client's "name/version"); absent when unknown. */
   client?: string;
+}
+
+/** Whom a request's row is about; `edgeId` for one edge of a fan-out's (the input names none). */
+export function whoOf(input: Pick<ExecuteInput, "key" | "edgeId" | "sessionId" | "caller" | "client">, edgeId = input.edgeId ?? ""): Who {
+  return { key: input.key, edgeId, sessionId: input.sessionId ?? "", caller: input.caller, ...(input.client ? { client: input.client } : {}) };
 }
 
 /** What is known of a call while it is being decided, for its audit row. */
@@ -39,6 +44,18 @@ export function newTrail(args: unknown): Trail {
 /** What a call's work ended in: an envelope (from an edge's hub, already redacted, or run here), or a request parked for approval (which wrote its own row). */
 export type Settled = { result: ResultEnvelope; fromEdge: boolean } | { parked: ExecuteOutput };
 
+/**
+ * What a call ended in, for its row: the envelope (null when it gave none) and the row's error.
+ * `fromEdge`: the envelope was redacted by the hub. `stored`: the result as the log stores it,
+ * made already (a forwarded call's, checked and made canonical by readEncodedResult).
+ */
+export interface Outcome {
+  result: ResultEnvelope | null;
+  error: string;
+  fromEdge?: boolean;
+  stored?: PreparedJson;
+}
+
 /** What the recorder needs. */
 export interface RecorderDeps {
   audit: AuditLog;
@@ -56,23 +73,24 @@ export function createRecorder({ audit, log, onCall }: RecorderDeps) {
     return new OngridError("internal", "internal error while dispatching the call; see the manager log");
   }
 
-  /**
-   * Writes the row of a call and returns its seq. `stored`, when given, is the result as the log
-   * stores it (a forwarded call's, made canonical by its holder); `result` is then only what
-   * observers are told.
-   */
-  async function record(who: Who, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string; fromEdge?: boolean; stored?: PreparedJson }): Promise<number> {
+  /** Tells the observer of a call as its row is written; an observer that throws is logged, never the call's failure. */
+  function observe(who: Who, trail: Trail, startedAt: Date, outcome: Outcome, now = Date.now()): void {
     try {
-      onCall?.({ key: who.key, edgeId: who.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: Date.now() - startedAt.getTime() });
+      onCall?.({ key: who.key, edgeId: who.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: now - startedAt.getTime() });
     } catch (err) {
       log.warn({ err: (err as Error)?.message }, "a call observer failed");
     }
+  }
+
+  /** Writes the row of a call and returns its seq. */
+  async function record(who: Who, trail: Trail, startedAt: Date, outcome: Outcome): Promise<number> {
+    observe(who, trail, startedAt, outcome);
     const row = await audit.append(rowOf(who, trail, startedAt, outcome));
     return row.seq;
   }
 
   /** The audit record of a call. */
-  function rowOf(who: Who, trail: Trail, startedAt: Date, outcome: { result: ResultEnvelope | null; error: string; fromEdge?: boolean; stored?: PreparedJson }) {
+  function rowOf(who: Who, trail: Trail, startedAt: Date, outcome: Outcome) {
     return auditRecord({
       sessionId: who.sessionId,
       toolName: who.key,
@@ -98,14 +116,10 @@ export function createRecorder({ audit, log, onCall }: RecorderDeps) {
    * Writes the rows of several calls at once (a forwarded share's outcomes that arrived together)
    * and resolves with each one's seq, or the error its row failed with, in order.
    */
-  async function recordMany(calls: ReadonlyArray<{ who: Who; trail: Trail; startedAt: Date; outcome: { result: ResultEnvelope | null; error: string; stored?: PreparedJson } }>): Promise<Array<number | OngridError>> {
+  async function recordMany(calls: ReadonlyArray<{ who: Who; trail: Trail; startedAt: Date; outcome: Outcome }>): Promise<Array<number | OngridError>> {
     const now = Date.now();
     const records = calls.map(({ who, trail, startedAt, outcome }) => {
-      try {
-        onCall?.({ key: who.key, edgeId: who.edgeId, decision: trail.decision, error: outcome.error, result: outcome.result, durationMs: now - startedAt.getTime() });
-      } catch (err) {
-        log.warn({ err: (err as Error)?.message }, "a call observer failed");
-      }
+      observe(who, trail, startedAt, outcome, now);
       return rowOf(who, trail, startedAt, outcome);
     });
     const rows = await audit.appendMany(records);

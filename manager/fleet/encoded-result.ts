@@ -25,12 +25,18 @@ export function encodedResult(edgeId: string, env: ResultEnvelope): PeerEncodedR
 }
 
 /**
- * What a holder sent as a result envelope, checked for the shape every reader of an envelope
+ * A result envelope from a holder's JSON text, checked for the shape every reader of an envelope
  * relies on: an object whose success and truncated are booleans, whose duration_ms is a
- * non-negative number, and whose error, if any, has a string code and message. Returns why not,
- * or undefined.
+ * non-negative number, and whose error, if any, has a string code and message. Returns the
+ * envelope, or why not (a string).
  */
-export function envelopeProblem(v: unknown): string | undefined {
+export function envelopeFromJson(text: string): ResultEnvelope | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return "is not JSON (rule: json)";
+  }
   if (!v || typeof v !== "object" || Array.isArray(v)) return "is not a JSON object (rule: object)";
   const e = v as Record<string, unknown>;
   if (typeof e.success !== "boolean") return "success: is not a boolean (rule: type)";
@@ -41,33 +47,26 @@ export function envelopeProblem(v: unknown): string | undefined {
     const err = e.error as Record<string, unknown>;
     if (typeof err !== "object" || typeof err.code !== "string" || typeof err.message !== "string") return "error: is not an object with a string code and message (rule: type)";
   }
-  return undefined;
+  return v as ResultEnvelope;
 }
 
 /**
  * The entry manager's check of a holder's encoded result: result_json must be an envelope
- * (envelopeProblem), and edge_result must decode as a FanOutEdgeResult whose result says the
+ * (envelopeFromJson), and edge_result must decode as a FanOutEdgeResult whose result says the
  * same success. Returns the envelope and the result as the audit log stores it, in this
  * manager's own canonical form (so a holder's text cannot make a row disagree with its hash);
  * throws unavailable naming the field and the rule otherwise.
  */
 export function readEncodedResult(holder: string, edgeId: string, e: PeerEncodedResult): { envelope: ResultEnvelope; stored: PreparedJson } {
   const bad = (why: string) => new OngridError("unavailable", `manager "${holder}" answered the call on edge "${edgeId}" with a result this manager cannot pass on: ${why}`, "check that every manager runs the same ongrid version");
-  let envelope: unknown;
-  try {
-    envelope = JSON.parse(e.resultJson);
-  } catch {
-    throw bad("result_json: is not JSON (rule: json)");
-  }
-  const problem = envelopeProblem(envelope);
-  if (problem) throw bad(`result_json: ${problem}`);
+  const env = envelopeFromJson(e.resultJson);
+  if (typeof env === "string") throw bad(`result_json: ${env}`);
   let decoded;
   try {
     decoded = fromBinary(FanOutEdgeResultSchema, e.edgeResult);
   } catch {
     throw bad("edge_result: is not a FanOutEdgeResult (rule: protobuf)");
   }
-  const env = envelope as ResultEnvelope;
   if (!decoded.result || decoded.result.success !== env.success || decoded.error || decoded.auditSeq) throw bad("edge_result: does not carry the result result_json holds (rule: match)");
   return { envelope: env, stored: PreparedJson.ofRedacted(env) };
 }

@@ -107,42 +107,57 @@ describe("peer link over plaintext (M2)", () => {
   });
 });
 
-describe("encoded batches: a fan-out's share (M2)", () => {
-  const envelope = (edgeId: string): ResultEnvelope => ({ success: edgeId !== "e2", output: { up: edgeId, n: [1, 2] }, ...(edgeId === "e2" ? { error: { code: "upstream_unavailable", message: "refused", hint: "" } } : {}), duration_ms: 2, truncated: false, edge_id: edgeId });
-  const secret = "s".repeat(32);
-  type StreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
-  /** The holder as this version serves PeerService.Link, its tunnel stood in for. */
-  const current: StreamHandler = createPeerLinkHandler({ call: async (edgeId) => envelope(edgeId), holds: () => true, self: "m2", secret: () => secret, log: pino({ level: "silent" }), readMaxBytes: 4 << 20 });
-  /** A holder from before encoded_results: it answers every call with envelope_json. */
-  const old: StreamHandler = (stream, headers) => {
+const secret = "s".repeat(32);
+type StreamHandler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
+
+/** A holder from before encoded_results: it answers every call with envelope_json, the text `answer` gives for its edge. */
+function oldHolder(answer: (edgeId: string) => string): StreamHandler {
+  return (stream, headers) => {
     const c = acceptBidi(stream, headers, LinkRequestSchema, LinkResponseSchema, 4 << 20, {
       onMessage(m) {
         if (m.frame.case !== "batch") return;
         const { batchId, request } = m.frame.value;
-        c.send({ batchId, outcomes: request!.calls.map((call, index) => ({ index, outcome: { case: "envelopeJson" as const, value: JSON.stringify(envelope(call.edgeId)) } })) });
+        c.send({ batchId, outcomes: request!.calls.map((call, index) => ({ index, outcome: { case: "envelopeJson" as const, value: answer(call.edgeId) } })) });
       },
       onClose() {},
     });
   };
+}
+
+/** An HTTP/2 server on loopback handing every stream to `handler`, and a peer link (m1) to it, closed after the test. */
+async function holderAt(handler: StreamHandler): Promise<{ url: string; link: PeerLink; close(): void }> {
+  const server = http2.createServer();
+  server.on("stream", (stream, headers) => handler(stream, headers));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const link = createPeerLink({ self: "m1", secret: () => secret, log: pino({ level: "silent" }) });
+  links.push(link);
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, link, close: () => server.close() };
+}
+
+/** The outcomes of one encoded batch of calls to `ids`, by index, once all have come. */
+function encodedOutcomes(link: PeerLink, url: string, ids: string[]): Promise<EncodedOutcome[]> {
+  return new Promise((resolve) => {
+    const out: EncodedOutcome[] = [];
+    let n = 0;
+    link.callEncoded({ id: "m2", url }, ids.map((edgeId) => ({ ...call, edgeId })), undefined, (i, o) => {
+      out[i] = o;
+      if (++n === ids.length) resolve(out);
+    });
+  });
+}
+
+describe("encoded batches: a fan-out's share (M2)", () => {
+  const envelope = (edgeId: string): ResultEnvelope => ({ success: edgeId !== "e2", output: { up: edgeId, n: [1, 2] }, ...(edgeId === "e2" ? { error: { code: "upstream_unavailable", message: "refused", hint: "" } } : {}), duration_ms: 2, truncated: false, edge_id: edgeId });
+  /** The holder as this version serves PeerService.Link, its tunnel stood in for. */
+  const current: StreamHandler = createPeerLinkHandler({ call: async (edgeId) => envelope(edgeId), holds: () => true, self: "m2", secret: () => secret, log: pino({ level: "silent" }), readMaxBytes: 4 << 20 });
+  const old = oldHolder((edgeId) => JSON.stringify(envelope(edgeId)));
 
   for (const [name, handler] of [["this version's holder encodes", current], ["a holder from before encoded_results answers envelope_json, and the entry encodes", old]] as const) {
     test(`each call comes back as the caller's FanOutEdgeResult bytes and the row's canonical JSON: ${name}`, async () => {
-      const server = http2.createServer();
-      server.on("stream", (stream, headers) => handler(stream, headers));
-      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-      const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
-      const link = createPeerLink({ self: "m1", secret: () => secret, log: pino({ level: "silent" }) });
-      links.push(link);
+      const { url, link, close } = await holderAt(handler);
       const ids = ["e1", "e2", "e3"];
       try {
-        const got = await new Promise<EncodedOutcome[]>((resolve) => {
-          const out: EncodedOutcome[] = [];
-          let n = 0;
-          link.callEncoded({ id: "m2", url }, ids.map((edgeId) => ({ ...call, edgeId })), undefined, (i, o) => {
-            out[i] = o;
-            if (++n === ids.length) resolve(out);
-          });
-        });
+        const got = await encodedOutcomes(link, url, ids);
         for (const [i, edgeId] of ids.entries()) {
           const o = got[i]!;
           expect("encoded" in o, JSON.stringify("error" in o ? o.error.message : "")).toBe(true);
@@ -158,7 +173,7 @@ describe("encoded batches: a fan-out's share (M2)", () => {
           expect(decoded).not.toHaveProperty("auditSeq");
         }
       } finally {
-        server.close();
+        close();
       }
     });
   }
@@ -166,7 +181,6 @@ describe("encoded batches: a fan-out's share (M2)", () => {
 
 describe("a holder's answers the entry cannot use (M2)", () => {
   test("envelope_json that is not an envelope fails its own call unavailable, naming the field and rule; the link and the other calls carry on", async () => {
-    const secret = "s".repeat(32);
     const answers: Record<string, string> = {
       e1: "null",
       e2: "5",
@@ -176,32 +190,11 @@ describe("a holder's answers the entry cannot use (M2)", () => {
       e6: "{not json",
       e7: JSON.stringify({ success: true, output: "fine", duration_ms: 1, truncated: false, edge_id: "e7" }),
     };
-    const server = http2.createServer();
-    server.on("stream", (stream, headers) => {
-      const c = acceptBidi(stream, headers, LinkRequestSchema, LinkResponseSchema, 4 << 20, {
-        onMessage(m) {
-          if (m.frame.case !== "batch") return;
-          const { batchId, request } = m.frame.value;
-          c.send({ batchId, outcomes: request!.calls.map((call, index) => ({ index, outcome: { case: "envelopeJson" as const, value: answers[call.edgeId]! } })) });
-        },
-        onClose() {},
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
-    const link = createPeerLink({ self: "m1", secret: () => secret, log: pino({ level: "silent" }) });
-    links.push(link);
+    const { url, link, close } = await holderAt(oldHolder((edgeId) => answers[edgeId]!));
     const ids = Object.keys(answers);
     try {
       // Encoded (a fan-out's share) and not (single calls): the same refusals either way.
-      const encoded = await new Promise<EncodedOutcome[]>((resolve) => {
-        const out: EncodedOutcome[] = [];
-        let n = 0;
-        link.callEncoded({ id: "m2", url }, ids.map((edgeId) => ({ ...call, edgeId })), undefined, (i, o) => {
-          out[i] = o;
-          if (++n === ids.length) resolve(out);
-        });
-      });
+      const encoded = await encodedOutcomes(link, url, ids);
       const single = await Promise.all(ids.map((edgeId) => link.call({ id: "m2", url }, { ...call, edgeId }).then((env) => env, (e: OngridError) => e)));
       const expected = [/envelope_json is not a JSON object/, /envelope_json is not a JSON object/, /envelope_json\.success: is not a boolean/, /envelope_json\.duration_ms: is not a non-negative number/, /envelope_json\.error: is not an object/, /envelope_json is not JSON/];
       for (const [i, re] of expected.entries()) {
@@ -214,7 +207,7 @@ describe("a holder's answers the entry cannot use (M2)", () => {
       expect("encoded" in encoded[6]!).toBe(true);
       expect(single[6]).toMatchObject({ success: true, output: "fine" });
     } finally {
-      server.close();
+      close();
     }
   });
 

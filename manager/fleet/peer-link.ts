@@ -14,7 +14,7 @@ import { OngridError, type ErrorCode } from "../../skill/errors.ts";
 import { isLoopbackHost } from "../../skill/net.ts";
 import type { ResultEnvelope } from "../../skill/types.ts";
 import { PeerCallSchema, PeerServiceExecuteRequestSchema, type PeerEncodedResult } from "../../proto/gen/ongrid/v1/peer_service_pb.ts";
-import { encodedResult, envelopeProblem } from "./encoded-result.ts";
+import { encodedResult, envelopeFromJson } from "./encoded-result.ts";
 import { openPeerConnection, type PeerConnection } from "./peer-connection.ts";
 import { peerHeaders } from "./peer-auth.ts";
 import type { Evidence } from "./tunnel-calls.ts";
@@ -159,25 +159,19 @@ export function createPeerLink(o: { self: string; secret: () => string; tlsCa?: 
           if (!open.delete(out.index)) continue;
           const o = out.outcome;
           if (o.case === "envelopeJson") {
-            let envelope: unknown;
-            try {
-              envelope = JSON.parse(o.value);
-            } catch {
-              envelope = undefined;
-            }
-            const problem = envelope === undefined ? "is not JSON (rule: json)" : envelopeProblem(envelope);
-            if (problem) {
-              settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call on edge "${calls[out.index]!.edgeId}" with an envelope this manager cannot use: envelope_json${problem.startsWith("is ") ? " " : "."}${problem}`, "check that every manager runs the same ongrid version") });
+            const envelope = envelopeFromJson(o.value);
+            if (typeof envelope === "string") {
+              settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call on edge "${calls[out.index]!.edgeId}" with an envelope this manager cannot use: envelope_json${envelope.startsWith("is ") ? " " : "."}${envelope}`, "check that every manager runs the same ongrid version") });
               continue;
             }
             if (!encoded) {
-              settle(out.index, { envelope: envelope as ResultEnvelope });
+              settle(out.index, { envelope });
               continue;
             }
             // A holder from before encoded_results answers an encoded batch this way: encoded here.
             let made;
             try {
-              made = encodedResult(calls[out.index]!.edgeId, envelope as ResultEnvelope);
+              made = encodedResult(calls[out.index]!.edgeId, envelope);
             } catch (err) {
               settle(out.index, { error: new OngridError("unavailable", `manager "${holder.id}" answered the call on edge "${calls[out.index]!.edgeId}" with an envelope this manager cannot encode: ${(err as Error).message}`) });
               continue;
